@@ -1,0 +1,74 @@
+"""The one interface every power or energy source implements.
+
+A source has a fixed list of channels (rails, or e.g. ``package-0`` for RAPL). The sampler
+calls :meth:`PowerSource.read` from its own thread and timestamps each reading with
+``time.monotonic()``; a push-style source (a live ``tegrastats``) may block in ``read``
+until its next value arrives.
+
+Two kinds of quantity exist:
+
+* ``"power_w"``: each reading is instantaneous power per channel in watts (INA3221, INA238,
+  tegrastats, jtop, NVML power); windows integrate it (trapezoid).
+* ``"energy_j"``: each reading is a cumulative energy counter per channel in joules, already
+  unwrapped (RAPL ``energy_uj``, NVML total energy); windows take differences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol, runtime_checkable
+
+from ..board.types import TotalMethod
+
+Quantity = Literal["power_w", "energy_j"]
+
+
+class ReadError(Exception):
+    """One reading failed (EAGAIN, EIO, empty or garbage text, a vanished file).
+
+    The sampler drops that sample, counts it under ``reason`` and carries on.
+    """
+
+    def __init__(self, channel: str, reason: str) -> None:
+        super().__init__(f"{channel}: {reason}")
+        self.channel = channel
+        self.reason = reason
+
+
+class SourceUnavailable(Exception):
+    """The source cannot be used on this machine; the message says why and what to do."""
+
+
+@runtime_checkable
+class PowerSource(Protocol):
+    """A source of readings for a fixed set of channels."""
+
+    @property
+    def name(self) -> str:
+        """Short id used by ``--edge-source``: ``ina``, ``tegrastats``, ``jtop``, ``nvml``, ``rapl``."""
+
+    @property
+    def quantity(self) -> Quantity: ...
+
+    @property
+    def channels(self) -> tuple[str, ...]: ...
+
+    @property
+    def total_channel(self) -> str | None:
+        """The channel that is the whole input, or None when the total is the sum."""
+
+    @property
+    def total_method(self) -> TotalMethod: ...
+
+    @property
+    def min_interval_s(self) -> float | None:
+        """Shortest useful sampling period (the sensor's update period), None if unknown."""
+
+    @property
+    def simulated(self) -> bool:
+        """True when the readings come from a virtual board."""
+
+    def read(self) -> Sequence[float]:
+        """One value per channel, in :attr:`channels` order. Raises :class:`ReadError`."""
+
+    def close(self) -> None: ...
