@@ -21,7 +21,8 @@ class Identity:
     model: str | None
     """``/proc/device-tree/model`` without its trailing NUL, e.g. ``NVIDIA Jetson Nano ...``."""
     compatible: tuple[str, ...] = ()
-    """``/proc/device-tree/compatible`` split on NUL, e.g. ``("nvidia,p3767-0005", "nvidia,tegra234")``."""
+    """``/proc/device-tree/compatible`` split on NUL,
+    e.g. ``("nvidia,p3767-0005", "nvidia,tegra234")``."""
     soc: str | None = None
     """SoC family: ``tegra210``, ``tegra186``, ``tegra194``, ``tegra234`` or ``tegra264``."""
     module: str | None = None
@@ -46,9 +47,9 @@ RailLayout = Literal["iio", "hwmon"]
 class Rail:
     """One power-monitor channel and the files that give its power.
 
-    Power in watts is either ``power_file`` × ``power_scale_w`` (iio ``in_powerN_input`` in
+    Power in watts is either ``power_file`` * ``power_scale_w`` (iio ``in_powerN_input`` in
     mW: 1e-3; INA238 ``power1_input`` in µW: 1e-6), or, where the driver exposes no power
-    file (hwmon INA3221), ``voltage_file`` [mV] × ``current_file`` [mA] × 1e-6.
+    file (hwmon INA3221), ``voltage_file`` [mV] * ``current_file`` [mA] * 1e-6.
     """
 
     name: str
