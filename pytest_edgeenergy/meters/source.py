@@ -11,6 +11,10 @@ Two kinds of quantity exist:
   tegrastats, jtop, NVML power); windows integrate it (trapezoid).
 * ``"energy_j"``: each reading is a cumulative energy counter per channel in joules, already
   unwrapped (RAPL ``energy_uj``, NVML total energy); windows take differences.
+
+A source whose channels nest (RAPL ``core`` inside ``package-0``) may declare an optional
+``sum_channels`` attribute: the channels whose sum is the total when there is no total
+channel. Without it the total is the sum of all channels.
 """
 
 from __future__ import annotations
