@@ -49,7 +49,7 @@ class PowerSource(Protocol):
 
     @property
     def name(self) -> str:
-        """Short id used by ``--edge-source``: ``ina``, ``tegrastats``, ``jtop``, ``nvml``, ``rapl``."""
+        """Short id used by ``--edge-source``: ina, tegrastats, jtop, nvml or rapl."""
 
     @property
     def quantity(self) -> Quantity: ...

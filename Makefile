@@ -1,0 +1,35 @@
+# The two commands (see README): `make run` runs the benchmark suites (on a virtual board
+# when no Jetson is present); `make test` runs lint, types and the tests. Both create the
+# virtual environment .venv on first use, so they work on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# On a Jetson the suites run on the board itself; elsewhere on a virtual Orin Nano.
+BOARD ?= $(shell test -e /etc/nv_tegra_release && echo "" || echo "--edge-board=sim:orin-nano")
+POWER_MODE ?= 15W
+
+.PHONY: run test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test,lint,analysis]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/pytest suites/ $(BOARD) $(ARGS)
+
+test: $(STAMP) lint
+	$(BIN)/pytest tests/ $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check pytest_edgeenergy tests suites benchmarks
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/pytest benchmarks/ --benchmark-only --benchmark-columns=min,median,mean,stddev,rounds $(ARGS)
+
+clean:
+	rm -rf $(VENV) .tox .mypy_cache .ruff_cache .pytest_cache .hypothesis .benchmarks

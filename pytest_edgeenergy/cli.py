@@ -1,0 +1,199 @@
+"""The ``edgeenergy`` command: virtual boards, board inspection, measuring, logs, reports.
+
+Exit codes: 0 success, 1 a gate failed (``compare --fail``), 2 bad input or a board that
+cannot be used (the message names the thing and what is allowed; never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .settings import SIM_MODELS, SOURCES
+
+
+class CliError(Exception):
+    """Bad input: printed as ``edgeenergy: <message>`` with exit status 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="edgeenergy", description="Energy of deep-learning workloads on Jetson boards."
+    )
+    p.add_argument("--version", action="version", version=f"pytest-edgeenergy {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sim = sub.add_parser("sim", help="virtual boards").add_subparsers(dest="sim_command")
+    sim.required = True
+    c = sim.add_parser("create", help="write a virtual board tree into DIR and exit")
+    c.add_argument("model", choices=SIM_MODELS, metavar="MODEL", help=", ".join(SIM_MODELS))
+    c.add_argument("dir", type=Path, metavar="DIR")
+    c.add_argument(
+        "--update-interval-ms",
+        type=float,
+        default=5.0,
+        help="how often the virtual power monitors update (default 5 ms)",
+    )
+    r = sim.add_parser("run", help="animate a virtual board (power model) until stopped")
+    r.add_argument("dir", type=Path, metavar="DIR")
+    r.add_argument("--seconds", type=float, default=None, help="stop after S seconds")
+
+    b = sub.add_parser("board", help="identity, rails and knobs of a board (or restore it)")
+    b.add_argument(
+        "action",
+        nargs="?",
+        choices=("show", "restore"),
+        default="show",
+        help="show (default) or restore the knobs a killed session changed",
+    )
+    b.add_argument("--root", type=Path, default=Path("/"), help="board root (default /)")
+    b.add_argument("--json", action="store_true", help="machine-readable output")
+
+    m = sub.add_parser("measure", help="measure energy for S seconds")
+    m.add_argument("--root", type=Path, default=Path("/"), help="board root (default /)")
+    m.add_argument("--seconds", type=float, required=True)
+    m.add_argument("--interval-ms", type=float, default=10.0)
+    m.add_argument("--source", choices=SOURCES, default="auto")
+    m.add_argument("--json", action="store_true", help="machine-readable output")
+
+    t = sub.add_parser("tegrastats-energy", help="integrate a tegrastats log", add_help=False)
+    t.add_argument("rest", nargs=argparse.REMAINDER)
+    cmp = sub.add_parser("compare", help="compare reports, gate regressions", add_help=False)
+    cmp.add_argument("rest", nargs=argparse.REMAINDER)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except BrokenPipeError:  # output piped into `head`: not an error of ours
+        sys.stderr.close()
+        return 0
+    except (CliError, OSError, ValueError) as e:
+        print(f"edgeenergy: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "sim":
+        return _sim(args)
+    if args.command == "board":
+        return _restore(args) if args.action == "restore" else _board(args)
+    if args.command == "measure":
+        return _measure(args)
+    if args.command == "tegrastats-energy":
+        from .meters.tegrastats import tegrastats_energy_main
+
+        return tegrastats_energy_main(list(args.rest))
+    if args.command == "compare":
+        from .report.compare import compare_main
+
+        return compare_main(list(args.rest))
+    raise CliError(f"unknown command {args.command!r}")
+
+
+def _sim(args: argparse.Namespace) -> int:
+    if args.sim_command == "create":
+        from .sim.tree import create
+
+        root = create(args.model, args.dir, update_interval_ms=args.update_interval_ms)
+        print(f"virtual {args.model} board written to {root}")
+        print(f"animate it with: edgeenergy sim run {root}")
+        return 0
+    from .sim.__main__ import main as sim_main
+
+    if not args.dir.is_dir():
+        raise CliError(f"{args.dir}: no such directory (make one with `edgeenergy sim create`)")
+    argv = ["run", str(args.dir)]
+    if args.seconds is not None:
+        argv += ["--seconds", str(args.seconds)]
+    return sim_main(argv)
+
+
+def _need_root(root: Path) -> None:
+    if not root.is_dir():
+        raise CliError(f"--root {root}: not a directory")
+
+
+def _board(args: argparse.Namespace) -> int:
+    from .board.detect import board_json, detect
+
+    _need_root(args.root)
+    data = board_json(detect(args.root))
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    print(_board_text(data))
+    return 0
+
+
+def _board_text(data: dict[str, Any]) -> str:
+    ident = data["identity"]
+    lines = [
+        f"model:   {ident.get('model') or 'unknown'}"
+        + ("  (SIMULATED virtual board)" if ident.get("simulated") else ""),
+        f"soc:     {ident.get('soc') or '-'}   L4T {ident.get('l4t') or '-'}   "
+        f"JetPack {ident.get('jetpack') or '-'}",
+    ]
+    total = data["total"]
+    lines.append(
+        "total:   "
+        + (f"rail {total['rail']}" if total["method"] == "rail" else "sum of all rails")
+        + (f"  ({total['note']})" if total.get("note") else "")
+    )
+    lines.append("rails:")
+    for r in data["rails"]:
+        lines.append(f"  {r['name']:<20} {'(total)' if r['is_total'] else ''}")
+    modes = data.get("power_modes") or []
+    if modes:
+        lines.append("power modes: " + ", ".join(f"{m['id']} {m['name']}" for m in modes))
+    return "\n".join(lines)
+
+
+def _restore(args: argparse.Namespace) -> int:
+    from .control.state import restore_leftover
+
+    _need_root(args.root)
+    result = restore_leftover(args.root)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(result.message)
+    return 0 if result.ok else 1
+
+
+def _measure(args: argparse.Namespace) -> int:
+    from .meters.factory import open_source
+    from .meters.meter import Meter
+
+    _need_root(args.root)
+    if args.seconds <= 0:
+        raise CliError(f"--seconds {args.seconds}: must be > 0")
+    if args.interval_ms <= 0:
+        raise CliError(f"--interval-ms {args.interval_ms}: must be > 0")
+    source = open_source(args.source, args.root, interval_s=args.interval_ms / 1000.0)
+    meter = Meter(source, interval_s=args.interval_ms / 1000.0)
+    meter.start()
+    try:
+        w = meter.begin("measure")
+        time.sleep(args.seconds)
+        result = w.end()
+    finally:
+        meter.stop()
+        source.close()
+    data = result.to_json()
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        from .summary import window_text
+
+        print(window_text(result))
+    return 0

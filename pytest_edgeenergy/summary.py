@@ -1,0 +1,84 @@
+"""Human-readable text: the terminal summary table and one window's figures."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .meters.meter import WindowResult
+    from .session import EnergySession
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def board_line(es: EnergySession) -> str:
+    """One line naming the board, how its total is formed and the idle baseline."""
+    b = es.board
+    if b is None:
+        return "board: not set up"
+    ident = b.identity
+    name = ident.model or "unknown board"
+    if ident.simulated:
+        name = f"virtual {ident.sim_model} ({name}) SIMULATED"
+    total = (
+        f"total = rail {b.rails.total_rail}"
+        if b.rails.total_rail is not None
+        else "total = sum of rails (no module-input rail)"
+    )
+    idle = ""
+    if es.idle is not None:
+        idle = f"; idle {es.idle.power_w:.3f} W"
+    return f"board: {name}; L4T {ident.l4t or '-'}; {total}{idle}"
+
+
+def summary_lines(es: EnergySession) -> list[str]:
+    """The energy table printed after the test session."""
+    rows = [("test", "window", "status", "s", "energy J", "net J", "mean W", "samples", "valid")]
+    for rec in es.tests.values():
+        for w in rec.windows:
+            rows.append(
+                (
+                    rec.nodeid,
+                    w.label,
+                    rec.status or "-",
+                    _fmt(w.duration_s, ".3f"),
+                    _fmt(w.total.energy_j, ".4f"),
+                    _fmt(w.net_energy_j, ".4f"),
+                    _fmt(w.total.mean_w, ".3f"),
+                    str(w.samples),
+                    "yes" if w.valid else f"INVALID: {w.invalid_reason}",
+                )
+            )
+        if not rec.windows:
+            rows.append((rec.nodeid, "-", rec.status or "-", "-", "-", "-", "-", "0", "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    out = [board_line(es)]
+    for r in rows:
+        out.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    if es.report_path is not None:
+        out.append(f"report: {es.report_path}")
+    return out
+
+
+def window_text(w: WindowResult) -> str:
+    """A few lines describing one window, for ``edgeenergy measure`` without --json."""
+    lines = []
+    if w.simulated:
+        lines.append("SIMULATED (virtual board)")
+    method = "rail " + w.total.rail if w.total.rail else "sum of rails"
+    lines.append(
+        f"{w.duration_s:.3f} s, {w.samples} samples, interval {_fmt(w.interval_ms_mean, '.2f')}"
+        f" ms (jitter {_fmt(w.interval_ms_jitter, '.2f')} ms), sampler CPU {w.sampler_cpu_s:.4f} s"
+    )
+    lines.append(
+        f"total ({method}): {_fmt(w.total.energy_j, '.4f')} J, mean {_fmt(w.total.mean_w, '.3f')} W"
+    )
+    for name, r in w.rails.items():
+        lines.append(f"  {name:<20} {_fmt(r.energy_j, '.4f')} J  mean {_fmt(r.mean_w, '.3f')} W")
+    if not w.valid:
+        lines.append(f"INVALID: {w.invalid_reason}")
+    if w.read_errors:
+        lines.append("read errors: " + ", ".join(f"{k}={v}" for k, v in w.read_errors.items()))
+    return "\n".join(lines)
