@@ -1,0 +1,840 @@
+"""Snapshot, journal and restore of the board's knobs: the safety net of the control layer.
+
+Before the first change a :class:`Session` copies the bytes of every knob file that will or
+may be written (cpufreq, CPU online, GPU devfreq, EMC override, every nvpmodel PARAM path
+and nvpmodel's status file) and the current power mode into a state file, fsynced. Each
+later write is appended to the state file *before* it is made. ``restore`` selects the
+saved power mode with ``nvpmodel`` first (it resets clocks), then writes every file that
+differs back byte-identically, in reverse order of our writes, and deletes the state file
+only when everything matches again.
+
+Where the state file lives (:func:`state_locations`):
+
+1. ``<root>/var/lib/edgeenergy/state.json`` when that directory can be created and written.
+   It travels with a virtual board (a moved tree still finds its own state) and on a board
+   run as root it is the usual place for system state.
+2. Otherwise ``$XDG_STATE_HOME/edgeenergy/state-<sha256(root)[:16]>.json`` (default
+   ``~/.local/state``): a user granted write access to the knobs through a group (udev
+   rule) usually cannot write ``/var/lib``. Keyed by the resolved root so several trees
+   never share one file.
+
+:func:`restore_leftover` looks in both places. A lock file beside the state file (``flock``)
+tells a live session (lock held) from a killed one (lock free: the kernel drops it).
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import datetime as _dt
+import fcntl
+import hashlib
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+from ..board.detect import Board
+from .errors import PrivilegeError, RestoreError, SessionBusy, StateFileError, UnknownKnobFile
+from .knobset import KnobSet, knob_set
+from .nvpmodel import CurrentMode, NvpmodelKnob, nvpmodel_error
+from .operating_point import ApplyResult, OperatingPoint, files_for
+from .privileges import GRANT_HELP, check_privileges
+from .steps import (
+    DryRunner,
+    StepRunner,
+    ToolCall,
+    ToolResult,
+    Write,
+    run_tool,
+    value_bytes,
+    write_bytes,
+)
+
+STATE_VERSION = 1
+STATE_IN_ROOT = "var/lib/edgeenergy/state.json"
+_TOOL = "pytest-edgeenergy"
+_HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+# ---------------------------------------------------------------- locations and locking
+
+
+def _root_key(root: Path) -> str:
+    return hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:16]
+
+
+def state_locations(root: Path) -> tuple[Path, Path]:
+    """The two places a state file for ``root`` may be: in the root, then per user."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return root / STATE_IN_ROOT, Path(base) / "edgeenergy" / f"state-{_root_key(root)}.json"
+
+
+def _dir_writable(directory: Path) -> bool:
+    probe = directory
+    while not probe.exists():
+        if probe.parent == probe:
+            return False
+        probe = probe.parent
+    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+
+
+def choose_state_path(root: Path) -> Path:
+    """Where a new session on ``root`` keeps its state file (see the module docstring)."""
+    in_root, per_user = state_locations(root)
+    return in_root if _dir_writable(in_root.parent) else per_user
+
+
+def _lock_path(state_path: Path) -> Path:
+    return state_path.with_name(state_path.name + ".lock")
+
+
+class StateLock:
+    """An exclusive ``flock`` on ``<state>.lock``; released by the kernel if we die."""
+
+    def __init__(self, state_path: Path) -> None:
+        self.path = _lock_path(state_path)
+        self._fd: int | None = None
+
+    def acquire(self, *, who: str = "a session") -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise SessionBusy(
+                f"another pytest-edgeenergy session (pid {holder}) holds {self.path}: it is "
+                f"pinning this board now; wait for it to end before starting {who}"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self, *, remove: bool) -> None:
+        if self._fd is None:
+            return
+        if remove:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        os.close(self._fd)
+        self._fd = None
+
+
+# ---------------------------------------------------------------- the state document
+
+
+@dataclass(frozen=True)
+class FileSnapshot:
+    """One knob file as it was before the first change (``content`` None: unreadable)."""
+
+    rel: str
+    content: bytes | None
+    volatile: bool = False
+    """A live value (EMC rate): restored only when we wrote it."""
+    error: str | None = None
+
+
+@dataclass
+class Snapshot:
+    """Everything needed to put the board back."""
+
+    root: str
+    created_at: str
+    pid: int
+    power_mode: CurrentMode | None
+    files: list[FileSnapshot]
+    writes: list[str] = field(default_factory=list)
+    """Relative paths in the order we wrote them (repeats kept)."""
+    calls: list[list[str]] = field(default_factory=list)
+    forced: bool = False
+    """A reboot-needing nvpmodel switch was forced: restoring needs force too."""
+
+    def file(self, rel: str) -> FileSnapshot | None:
+        return next((f for f in self.files if f.rel == rel), None)
+
+    def to_json(self) -> dict[str, Any]:
+        files: list[dict[str, Any]] = []
+        for f in self.files:
+            entry: dict[str, Any] = {"path": f.rel, "volatile": f.volatile}
+            if f.content is None:
+                entry["error"] = f.error or "unreadable"
+            else:
+                try:
+                    entry["text"] = f.content.decode("utf-8")
+                except UnicodeDecodeError:
+                    entry["b64"] = base64.b64encode(f.content).decode()
+            files.append(entry)
+        return {
+            "tool": _TOOL,
+            "version": STATE_VERSION,
+            "root": self.root,
+            "created_at": self.created_at,
+            "pid": self.pid,
+            "power_mode": self.power_mode.to_json() if self.power_mode else None,
+            "forced": self.forced,
+            "files": files,
+            "writes": self.writes,
+            "calls": self.calls,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, *, source: Path) -> Snapshot:
+        if not isinstance(data, dict) or data.get("tool") != _TOOL:
+            raise StateFileError(f"{source}: not a pytest-edgeenergy state file")
+        if data.get("version") != STATE_VERSION:
+            raise StateFileError(
+                f"{source}: state file version {data.get('version')!r}; this version reads "
+                f"{STATE_VERSION}"
+            )
+        try:
+            files = []
+            for entry in data["files"]:
+                content: bytes | None
+                if "text" in entry:
+                    content = str(entry["text"]).encode("utf-8")
+                elif "b64" in entry:
+                    content = base64.b64decode(entry["b64"])
+                else:
+                    content = None
+                files.append(
+                    FileSnapshot(
+                        str(entry["path"]), content, bool(entry.get("volatile")), entry.get("error")
+                    )
+                )
+            mode = data.get("power_mode")
+            return cls(
+                root=str(data["root"]),
+                created_at=str(data["created_at"]),
+                pid=int(data["pid"]),
+                power_mode=(
+                    CurrentMode(int(mode["id"]), mode.get("name"), str(mode.get("via", "")))
+                    if mode
+                    else None
+                ),
+                files=files,
+                writes=[str(w) for w in data.get("writes", [])],
+                calls=[[str(a) for a in c] for c in data.get("calls", [])],
+                forced=bool(data.get("forced", False)),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateFileError(f"{source}: malformed state file ({exc!r})") from None
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_state(path: Path, snapshot: Snapshot) -> None:
+    """Write the state file atomically (temp file, fsync, rename, fsync the directory)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    data = json.dumps(snapshot.to_json(), separators=(",", ":")).encode()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def load_state(path: Path) -> Snapshot | None:
+    """The snapshot in ``path``, None when there is none; :class:`StateFileError` if bad."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StateFileError(f"{path}: cannot read the state file ({exc.strerror})") from None
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise StateFileError(f"{path}: corrupt state file ({exc})") from None
+    return Snapshot.from_json(data, source=path)
+
+
+def remove_state(path: Path) -> None:
+    """Delete the state file (and its directory under the root when left empty)."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    with contextlib.suppress(OSError):
+        _fsync_dir(path.parent)
+
+
+def _tidy_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.parent.rmdir()
+
+
+# ---------------------------------------------------------------- snapshot and restore
+
+
+def current_mode(knobs: KnobSet) -> CurrentMode | None:
+    """The power mode now (None when the board has no nvpmodel)."""
+    if knobs.nvpmodel_conf is None and knobs.nvpmodel_bin is None:
+        return None
+    return NvpmodelKnob(knobs).current()
+
+
+def capture(knobs: KnobSet) -> Snapshot:
+    """Read every knob file and the power mode."""
+    files: list[FileSnapshot] = []
+    volatile = knobs.volatile_files
+    for path in knobs.files:
+        try:
+            content: bytes | None = path.read_bytes()
+            error = None
+        except OSError as exc:
+            content, error = None, exc.strerror or str(exc)
+        files.append(FileSnapshot(knobs.rel(path), content, path in volatile, error))
+    return Snapshot(
+        root=os.path.realpath(knobs.root),
+        created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        pid=os.getpid(),
+        power_mode=current_mode(knobs),
+        files=files,
+    )
+
+
+@dataclass
+class RestoreReport:
+    """What a restore did; ``message`` is one human-readable paragraph."""
+
+    root: Path
+    state_path: Path | None
+    found: bool
+    mode: str | None = None
+    restored: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    created_at: str | None = None
+    pid: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def message(self) -> str:
+        if not self.found:
+            return f"nothing to restore under {self.root}"
+        origin = f"state file {self.state_path}"
+        if self.pid is not None:
+            origin += f" (session pid {self.pid}, started {self.created_at})"
+        parts = [f"restored the board under {self.root} from {origin}:"]
+        if self.mode:
+            parts.append(self.mode + ";")
+        parts.append(
+            f"{len(self.restored)} knob file(s) written back"
+            + (": " + ", ".join(self.restored) if self.restored else "")
+        )
+        if self.skipped:
+            parts.append("; skipped: " + "; ".join(self.skipped))
+        if self.failures:
+            parts.append(
+                "; FAILED (state file kept, run `edgeenergy board restore --root "
+                f"{self.root}` again as root): " + "; ".join(self.failures)
+            )
+        return " ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": str(self.root),
+            "state_path": str(self.state_path) if self.state_path else None,
+            "found": self.found,
+            "ok": self.ok,
+            "mode": self.mode,
+            "restored": self.restored,
+            "failures": self.failures,
+            "skipped": self.skipped,
+        }
+
+
+def _restore_order(snapshot: Snapshot) -> list[str]:
+    """Cores coming back online first, then our writes in reverse, then the rest."""
+    order: list[str] = []
+    for f in snapshot.files:
+        if f.rel.endswith("/online") and f.content is not None and f.content.strip() == b"1":
+            order.append(f.rel)
+    for rel in reversed(snapshot.writes):
+        if rel not in order:
+            order.append(rel)
+    for f in snapshot.files:
+        if f.rel not in order:
+            order.append(f.rel)
+    return order
+
+
+def _restore_mode(
+    snapshot: Snapshot, knobs: KnobSet, report: RestoreReport, runner: StepRunner | None
+) -> None:
+    wanted = snapshot.power_mode
+    if wanted is None or knobs.nvpmodel_bin is None:
+        return
+    knob = NvpmodelKnob(knobs)
+    now = knob.current()
+    if now is not None and now.id == wanted.id:
+        return
+    call = ToolCall(
+        (str(knobs.nvpmodel_bin), "-m", str(wanted.id)),
+        input="YES\n" if snapshot.forced else "NO\n",
+        knob="nvpmodel",
+        description=f"power mode {wanted.id} {wanted.name or ''}".strip(),
+    )
+    result: ToolResult | None = runner.call(call) if runner is not None else run_tool(call)
+    if result is None:
+        report.mode = f"would select power mode {wanted.id} {wanted.name or ''}".strip()
+        return
+    error = nvpmodel_error(call.argv, result)
+    if error is not None:
+        report.failures.append(str(error))
+        return
+    report.mode = f"power mode {wanted.id} {wanted.name or ''} selected".strip()
+
+
+def restore_snapshot(
+    snapshot: Snapshot,
+    knobs: KnobSet,
+    *,
+    state_path: Path | None = None,
+    dry_run: bool = False,
+    out: TextIO | None = None,
+) -> RestoreReport:
+    """Put the board back to ``snapshot``: power mode first, then every differing file
+    byte-identically. Files that fail (e.g. a min above the current max) are retried in
+    later passes until nothing changes; what still differs is listed in ``failures``."""
+    root = knobs.root
+    report = RestoreReport(root, state_path, True, created_at=snapshot.created_at, pid=snapshot.pid)
+    dry = DryRunner(knobs.check_writable, root, out) if dry_run else None
+    _restore_mode(snapshot, knobs, report, dry)
+    written = set(snapshot.writes)
+    wanted: dict[str, bytes] = {}
+    for f in snapshot.files:
+        if f.content is None:
+            if f.rel in written:
+                report.failures.append(f"{f.rel}: was written but could not be saved ({f.error})")
+            continue
+        if f.volatile and f.rel not in written:
+            continue
+        path = root / f.rel
+        if ".." in Path(f.rel).parts or not knobs.allows(path):
+            report.skipped.append(f"{f.rel} (not a discovered knob file: left alone)")
+            continue
+        wanted[f.rel] = f.content
+
+    def differs(rel: str) -> bool:
+        try:
+            return (root / rel).read_bytes() != wanted[rel]
+        except OSError:
+            return True
+
+    pending = [rel for rel in _restore_order(snapshot) if rel in wanted and differs(rel)]
+    errors: dict[str, str] = {}
+    for _ in range(len(pending) + 1):
+        progress = False
+        still: list[str] = []
+        for rel in pending:
+            if dry is not None:
+                text = wanted[rel].decode(errors="replace").strip()
+                dry.write(Write(root / rel, text, None, "restore"))
+                continue
+            try:
+                _write_exact(root / rel, wanted[rel])
+            except OSError as exc:
+                errors[rel] = exc.strerror or str(exc)
+                still.append(rel)
+                continue
+            if differs(rel):
+                errors[rel] = "read back differs"
+                still.append(rel)
+            else:
+                progress = True
+                errors.pop(rel, None)
+                if rel not in report.restored:
+                    report.restored.append(rel)
+        pending = still
+        if not pending or not progress or dry is not None:
+            break
+    if dry is None:
+        for rel in pending:
+            current = _read_or_none(root / rel)
+            report.failures.append(
+                f"/{rel}: {errors.get(rel, 'differs')} (want {_show(wanted[rel])}, "
+                f"is {_show(current)})"
+            )
+    return report
+
+
+def _write_exact(path: Path, content: bytes) -> None:
+    write_bytes(path, content)
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _show(content: bytes | None) -> str:
+    return "(unreadable)" if content is None else repr(content.decode(errors="replace").strip())
+
+
+@contextlib.contextmanager
+def _signals_blocked() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM while restoring, so a second Ctrl-C cannot interrupt it; a
+    signal that arrives meanwhile is delivered right after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def restore_leftover(
+    root: Path,
+    *,
+    state_path: Path | None = None,
+    board: Board | KnobSet | None = None,
+    dry_run: bool = False,
+    out: TextIO | None = None,
+) -> RestoreReport:
+    """Restore what a killed session left (``edgeenergy board restore --root DIR``).
+
+    Looks for a state file in both :func:`state_locations` (or only ``state_path``).
+    Returns a report with ``found`` False when there is nothing to restore. Raises
+    :class:`SessionBusy` when a live session holds the state file, :class:`RestoreError`
+    when some file could not be put back (the state file is then kept).
+    """
+    candidates = [state_path] if state_path is not None else list(state_locations(root))
+    for path in candidates:
+        if not path.exists():
+            continue
+        lock = StateLock(path)
+        lock.acquire(who="a restore")
+        try:
+            snapshot = load_state(path)
+            if snapshot is None:
+                continue
+            knobs = knob_set(board if board is not None else root)
+            with _signals_blocked():
+                report = restore_snapshot(
+                    snapshot, knobs, state_path=path, dry_run=dry_run, out=out
+                )
+            if dry_run:
+                return report
+            if not report.ok:
+                raise RestoreError(report.message)
+            remove_state(path)
+        finally:
+            lock.release(remove=not path.exists())
+        if path == root / STATE_IN_ROOT:
+            _tidy_dir(path)
+        return report
+    return RestoreReport(root, None, False)
+
+
+# ---------------------------------------------------------------- session
+
+
+SignalHandler = Callable[[int, FrameType | None], Any] | int | None
+
+
+class _JournalRunner:
+    """Records every step in the state file before making it.
+
+    SIGINT/SIGTERM are held during record-and-do, so a Ctrl-C lands between steps: never
+    between the record and the change, nor in the middle of an ``nvpmodel`` run (the tool
+    inherits the mask, so the terminal's Ctrl-C cannot kill it mid-switch either).
+    """
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def write(self, step: Write) -> None:
+        s = self._session
+        s.knobs.check_writable(step.path)
+        with _signals_blocked():
+            snapshot = s.ensure_snapshot()
+            rel = s.knobs.rel(step.path)
+            saved = snapshot.file(rel)
+            if saved is None or saved.content is None:
+                raise UnknownKnobFile(
+                    f"refusing to write {step.path}: its content could not be saved first "
+                    f"({saved.error if saved else 'not in the snapshot'})"
+                )
+            snapshot.writes.append(rel)
+            s.save()
+            try:
+                _write_exact(step.path, value_bytes(step.value))
+            except PermissionError as exc:
+                raise PrivilegeError(
+                    f"cannot write {step.path} ({exc.strerror}): this process lacks the "
+                    f"privilege to change the board's knobs.\n{GRANT_HELP}"
+                ) from None
+
+    def call(self, step: ToolCall) -> ToolResult | None:
+        s = self._session
+        with _signals_blocked():
+            snapshot = s.ensure_snapshot()
+            snapshot.calls.append(list(step.argv))
+            if step.input is not None and step.input.strip().upper() == "YES":
+                snapshot.forced = True
+            s.save()
+            return run_tool(step)
+
+
+class Session:
+    """Pins operating points on one board and always puts it back.
+
+    ``with Session(board) as s: s.apply(point)`` — on entry it restores a leftover state
+    file of a killed session first (``s.leftover``), then installs restore on normal exit,
+    exceptions, SIGINT (Ctrl-C) and SIGTERM (previous handlers are chained; with the
+    default SIGTERM action the process then dies of SIGTERM as usual) and at interpreter
+    exit. ``dry_run`` prints every write (path, old -> new) and makes none.
+    """
+
+    def __init__(
+        self,
+        board: Board | KnobSet | Path,
+        *,
+        state_path: Path | None = None,
+        dry_run: bool = False,
+        force: bool = False,
+        settle_s: float | None = None,
+        handle_signals: bool = True,
+        out: TextIO | None = None,
+    ) -> None:
+        self.knobs = knob_set(board)
+        self.state_path = (
+            state_path if state_path is not None else choose_state_path(self.knobs.root)
+        )
+        self.dry_run = dry_run
+        self.force = force
+        self.settle_s = settle_s if settle_s is not None else (0.5 if self.knobs.real else 0.0)
+        self.handle_signals = handle_signals
+        self.out = out
+        self.leftover: RestoreReport | None = None
+        self.last_restore: RestoreReport | None = None
+        self._snapshot: Snapshot | None = None
+        self._lock = StateLock(self.state_path)
+        self._previous: dict[int, SignalHandler] = {}
+        self._active = False
+        self._atexit_registered = False
+
+    # -- lifecycle
+
+    def __enter__(self) -> Session:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Lock, restore a leftover from a killed session, install the handlers."""
+        if self._active:
+            return
+        if not self.dry_run:
+            self._lock.acquire()
+        try:
+            self._restore_leftovers()
+        except BaseException:
+            self._lock.release(remove=False)
+            raise
+        self._active = True
+        if self.dry_run:
+            return
+        if self.handle_signals:
+            self._install()
+        atexit.register(self._at_exit)
+        self._atexit_registered = True
+
+    def _restore_leftovers(self) -> None:
+        for path in dict.fromkeys([self.state_path, *state_locations(self.knobs.root)]):
+            snapshot = load_state(path)
+            if snapshot is None:
+                continue
+            other = StateLock(path) if path != self.state_path else None
+            if other is not None:
+                other.acquire()
+            try:
+                with _signals_blocked():
+                    report = restore_snapshot(
+                        snapshot, self.knobs, state_path=path, dry_run=self.dry_run, out=self.out
+                    )
+                self.leftover = report
+                self._say(("would have " if self.dry_run else "") + report.message)
+                if self.dry_run:
+                    continue
+                if not report.ok:
+                    raise RestoreError(report.message)
+                remove_state(path)
+            finally:
+                if other is not None:
+                    other.release(remove=True)
+
+    def close(self) -> RestoreReport | None:
+        """Restore the board, remove handlers, release the lock."""
+        if not self._active:
+            return None
+        try:
+            report = self.restore()
+        finally:
+            self._uninstall()
+            if self._atexit_registered:
+                atexit.unregister(self._at_exit)
+                self._atexit_registered = False
+            self._active = False
+            self._release()
+        if report is not None and not report.ok:
+            raise RestoreError(report.message)
+        return report
+
+    def _release(self) -> None:
+        if self._lock.held:
+            self._lock.release(remove=not self.state_path.exists())
+            if self.state_path == self.knobs.root / STATE_IN_ROOT:
+                _tidy_dir(self.state_path)
+
+    def _say(self, text: str) -> None:
+        print(f"edgeenergy: {text}", file=self.out or sys.stderr)
+
+    # -- snapshot and journal
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        return self._snapshot
+
+    def ensure_snapshot(self) -> Snapshot:
+        """Take and save the snapshot if this is the first change."""
+        if self._snapshot is None:
+            self._snapshot = capture(self.knobs)
+            if not self.dry_run:
+                self.save()
+        return self._snapshot
+
+    def save(self) -> None:
+        if self._snapshot is not None and not self.dry_run:
+            save_state(self.state_path, self._snapshot)
+
+    @property
+    def runner(self) -> StepRunner:
+        """The runner knobs use inside this session (journals, or prints in a dry run)."""
+        if self.dry_run:
+            return DryRunner(self.knobs.check_writable, self.knobs.root, self.out)
+        return _JournalRunner(self)
+
+    def baseline(self) -> dict[Path, str]:
+        """Snapshot values (stripped text) by absolute path: what unpinned knobs go back to."""
+        snapshot = self.ensure_snapshot()
+        return {
+            self.knobs.root / f.rel: f.content.decode(errors="replace").strip()
+            for f in snapshot.files
+            if f.content is not None
+        }
+
+    @property
+    def baseline_mode(self) -> CurrentMode | None:
+        return self.ensure_snapshot().power_mode
+
+    def apply(self, point: OperatingPoint, *, raise_on_mismatch: bool = False) -> ApplyResult:
+        """Apply ``point`` (see :func:`pytest_edgeenergy.control.operating_point.apply`)."""
+        from .operating_point import apply as apply_point
+
+        return apply_point(point, self.knobs, self, raise_on_mismatch=raise_on_mismatch)
+
+    def check_privileges(self, points: Sequence[OperatingPoint]) -> None:
+        """On a real board, one :class:`PrivilegeError` listing every file ``points`` need
+        that this process cannot write (call it before any test runs)."""
+        files: list[Path] = []
+        for point in points:
+            files += files_for(point, self.knobs)
+        needs_nvpmodel = any(p.power_mode is not None for p in points)
+        check_privileges(self.knobs, list(dict.fromkeys(files)), needs_nvpmodel=needs_nvpmodel)
+
+    def restore(self) -> RestoreReport | None:
+        """Put everything back now (the session stays usable; a later change snapshots
+        again). None when nothing was changed."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            return None
+        with _signals_blocked():
+            report = restore_snapshot(
+                snapshot,
+                self.knobs,
+                state_path=self.state_path,
+                dry_run=self.dry_run,
+                out=self.out,
+            )
+            if report.ok and not self.dry_run:
+                remove_state(self.state_path)
+                self._snapshot = None
+        self.last_restore = report
+        return report
+
+    # -- signals and exit
+
+    def _install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in _HANDLED_SIGNALS:
+            self._previous[signum] = signal.getsignal(signum)
+            signal.signal(signum, self._on_signal)
+
+    def _uninstall(self) -> None:
+        for signum, previous in self._previous.items():
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        self._previous.clear()
+
+    def _restore_reporting(self) -> None:
+        try:
+            report = self.restore()
+        except Exception as exc:  # the process is going down; say why, keep the state file
+            self._say(f"restore failed: {exc}")
+            return
+        if report is not None and not report.ok:
+            self._say(report.message)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        previous = self._previous.get(signum, signal.SIG_DFL)
+        if previous == signal.SIG_IGN:
+            return
+        self._restore_reporting()
+        if callable(previous):
+            previous(signum, frame)
+            return
+        # Default action: leave as the signal would have made us leave.
+        self._uninstall()
+        self._active = False
+        self._release()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    def _at_exit(self) -> None:
+        if self._active:
+            self._restore_reporting()
+            self._active = False
+            self._release()
