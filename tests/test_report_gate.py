@@ -1,0 +1,297 @@
+"""The statistical regression gate."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_edgeenergy.report.gate import (
+    GateExprError,
+    evaluate,
+    find_baseline,
+    gate_against,
+    parse_expr,
+    render_verdict,
+    save_baseline,
+)
+from pytest_edgeenergy.report.load import ReportError, load_report
+from pytest_edgeenergy.report.synthetic import synthetic_report
+
+T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+
+def _pair(
+    scale: float, repeats: int, noise: float = 0.02, **kw: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    base = synthetic_report(seed=1, repeats=repeats, noise=noise, **kw)
+    new = synthetic_report(seed=2, repeats=repeats, noise=noise, energy_scale=scale, **kw)
+    return base, new
+
+
+# -- expressions ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "threshold", "relative", "family"),
+    [
+        ("energy_per_item:mean:5%", 0.05, True, None),
+        ("energy_j:median:0.02J", 0.02, False, "J"),
+        ("energy_per_item:mean:3mJ", 0.003, False, "J"),
+        ("latency_p90:mean:10ms", 0.01, False, "s"),
+        ("latency_p99:max:250us", 250e-6, False, "s"),
+        ("power_mean:mean:0.5W", 0.5, False, "W"),
+        ("memory_peak:max:50MB", 50e6, False, "B"),
+        ("memory_peak:max:1GiB", 2**30, False, "B"),
+        ("throughput:mean:2items/s", 2.0, False, "items/s"),
+        ("edp:mean:0.01J*s", 0.01, False, "J·s"),
+        ("custom_metric:min:1.5e-3W", 1.5e-3, False, "W"),
+    ],
+)
+def test_parse_expr_forms(text: str, threshold: float, relative: bool, family: str | None) -> None:
+    expr = parse_expr(text)
+    assert expr.threshold == pytest.approx(threshold)
+    assert expr.relative is relative and expr.family == family
+    assert expr.text == text
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("energy_per_item", "three parts"),
+        ("energy_per_item:mean", "three parts"),
+        ("energy_per_item:avg:5%", "statistic 'avg' is not one of mean, median, min, max"),
+        ("energy_per_item:mean:5", "unit '' is not|not a number followed by"),
+        ("energy_per_item:mean:-5%", "not a number followed by"),
+        ("energy_per_item:mean:5furlongs", "unit 'furlongs' is not a known unit"),
+        ("latency_p90:mean:5J", "unit 'J' measures J but latency_p90 is in s"),
+        ("energy_per_item:mean:1W", "measures W but energy_per_item is in J/item"),
+        ("9metric:mean:5%", "not a metric name"),
+    ],
+)
+def test_bad_expr_lists_allowed_forms(text: str, why: str) -> None:
+    with pytest.raises(GateExprError, match=why) as info:
+        parse_expr(text)
+    assert "allowed gate expressions are METRIC:STATISTIC:THRESHOLD" in str(info.value)
+    assert "10ms" in str(info.value)
+
+
+@given(st.text(max_size=40))
+def test_parse_expr_only_raises_its_own_error(text: str) -> None:
+    with contextlib.suppress(GateExprError):
+        parse_expr(text)
+
+
+# -- statistics -----------------------------------------------------------------------------
+
+
+def test_real_regression_with_ten_repeats_fails() -> None:
+    base, new = _pair(1.10, repeats=10)
+    verdict = evaluate(base, new, ["energy_per_item:mean:5%"])
+    assert verdict.failed
+    assert verdict.count("regression") == len(new["tests"])
+    row = verdict.rows[0]
+    assert row.change_pct == pytest.approx(10, abs=3)
+    assert row.p_value is not None and row.p_value < 0.05
+
+
+def test_same_size_change_with_two_repeats_is_insufficient_not_failure() -> None:
+    base, new = _pair(1.10, repeats=2)
+    verdict = evaluate(base, new, ["energy_per_item:mean:5%"])
+    assert not verdict.failed
+    assert {r.verdict for r in verdict.rows} == {"insufficient"}
+    assert "not enough repeats to judge (2 baseline, 2 new" in verdict.rows[0].note
+
+
+def test_noise_of_the_same_size_with_few_repeats_does_not_fail() -> None:
+    base, new = _pair(1.0, repeats=2, noise=0.10)
+    verdict = evaluate(base, new, ["energy_per_item:mean:5%"])
+    assert not verdict.failed
+    assert {r.verdict for r in verdict.rows} <= {"within", "insufficient"}
+
+
+def test_three_against_three_cannot_reach_significance() -> None:
+    base, new = _pair(1.5, repeats=3)
+    verdict = evaluate(base, new, ["energy_per_item:mean:5%"])
+    assert {r.verdict for r in verdict.rows} == {"insufficient"}
+    four = evaluate(*_pair(1.5, repeats=4), ["energy_per_item:mean:5%"])
+    assert four.failed
+
+
+def test_noise_without_shift_is_not_significant() -> None:
+    base, new = _pair(1.0, repeats=10, noise=0.15)
+    verdict = evaluate(base, new, ["energy_per_item:mean:2%"])
+    over = [r for r in verdict.rows if r.p_value is not None]
+    assert over, "the noise should push some means over 2 %"
+    assert not verdict.failed
+    assert all(r.verdict == "within" and "not significant" in r.note for r in over)
+
+
+def test_improvement_is_listed_and_does_not_fail() -> None:
+    verdict = evaluate(*_pair(0.85, repeats=8), ["energy_per_item:mean:5%"])
+    assert not verdict.failed
+    assert verdict.count("improvement") == len(verdict.rows)
+
+
+def test_small_change_is_within() -> None:
+    verdict = evaluate(*_pair(1.01, repeats=8, noise=0.001), ["energy_per_item:median:5%"])
+    assert {r.verdict for r in verdict.rows} == {"within"}
+    assert all(r.p_value is None for r in verdict.rows)
+
+
+def test_absolute_thresholds_in_units() -> None:
+    # resnet18 energy per item is ~0.12 J: +10 % is ~0.012 J.
+    base, new = _pair(1.10, repeats=10, workloads=("resnet18",))
+    assert not evaluate(base, new, ["energy_per_item:mean:20mJ"]).failed
+    assert evaluate(base, new, ["energy_per_item:mean:5mJ"]).failed
+    assert not evaluate(base, new, ["latency_p90:mean:1ms"]).failed  # latency unchanged
+
+
+def test_throughput_drop_is_a_regression() -> None:
+    base = synthetic_report(seed=1, repeats=10)
+    new = synthetic_report(seed=2, repeats=10)
+    for test in new["tests"]:
+        metric = test["metrics"]["throughput"]
+        metric["samples"] = [x * 0.8 for x in metric["samples"]]
+        metric["stats"]["mean"] *= 0.8
+    verdict = evaluate(base, new, ["throughput:mean:5%"])
+    assert verdict.failed and verdict.count("regression") == len(new["tests"])
+
+
+def test_per_test_override_replaces_the_global_threshold() -> None:
+    base, new = _pair(1.10, repeats=10)
+    lenient = new["tests"][0]["id"]
+    verdict = evaluate(
+        base,
+        new,
+        ["energy_per_item:mean:5%"],
+        overrides={lenient: ["energy_per_item:mean:30%", "power_mean:mean:50%"]},
+    )
+    by_test = {(r.test_id, r.metric): r for r in verdict.rows}
+    assert by_test[(lenient, "energy_per_item")].verdict == "within"
+    assert by_test[(lenient, "energy_per_item")].threshold == "30%"
+    assert (lenient, "power_mean") in by_test
+    others = [r for r in verdict.rows if r.test_id != lenient]
+    assert others and all(r.verdict == "regression" for r in others)
+    strict = evaluate(
+        *_pair(1.03, repeats=10, noise=0.005),
+        ["energy_per_item:mean:5%"],
+        overrides={lenient: ["energy_per_item:mean:1%"]},
+    )
+    assert [r.test_id for r in strict.rows if r.verdict == "regression"] == [lenient]
+
+
+def test_other_device_is_never_a_baseline() -> None:
+    base = synthetic_report(sim_model="nano", seed=1, repeats=10)
+    new = synthetic_report(sim_model="agx-orin", seed=2, repeats=10, energy_scale=2.0)
+    verdict = evaluate(base, new, ["energy_per_item:mean:5%"], baseline_name="nano.json")
+    assert not verdict.failed and verdict.rows == [] and not verdict.device_matched
+    assert (
+        "no baseline for this device: nano.json is from sim:nano (simulated)" in verdict.messages[0]
+    )
+
+
+def test_other_operating_point_has_no_baseline() -> None:
+    base = synthetic_report(seed=1, repeats=10, gpu_freqs_hz=(612e6,))
+    new = synthetic_report(seed=2, repeats=10, gpu_freqs_hz=(612e6, 918e6), energy_scale=1.2)
+    verdict = evaluate(base, new, ["energy_per_item:mean:5%"])
+    assert verdict.count("no-baseline") == verdict.count("regression") > 0
+    assert verdict.failed
+
+
+def test_invalid_results_are_insufficient() -> None:
+    base, new = _pair(1.5, repeats=10)
+    new["tests"][0]["status"] = "invalid"
+    base["tests"][1]["status"] = "failed"
+    new["tests"][2]["status"] = "skipped"
+    verdict = evaluate(base, new, ["energy_per_item:mean:5%"])
+    notes = {r.test_id: r.note for r in verdict.rows}
+    assert notes[new["tests"][0]["id"]] == "new result is invalid"
+    assert notes[new["tests"][1]["id"]] == "baseline result is failed"
+    assert new["tests"][2]["id"] not in notes
+
+
+def test_unit_mismatch_on_unknown_metric_is_an_expression_error() -> None:
+    base, new = _pair(1.0, repeats=4)
+    for report in (base, new):
+        for test in report["tests"]:
+            test["metrics"]["temp"] = {"unit": "C", "value": 50.0, "stats": None, "samples": []}
+    with pytest.raises(GateExprError, match="unit J does not match temp in C"):
+        evaluate(base, new, ["temp:mean:1J"])
+
+
+# -- baselines on disk ----------------------------------------------------------------------
+
+
+def _save(path: Path, report: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(report))
+    return path
+
+
+def test_baseline_directory_picks_newest_of_the_same_device(tmp_path: Path) -> None:
+    old = synthetic_report(seed=1, repeats=10, started_at=T0)
+    newest = synthetic_report(seed=2, repeats=10, started_at=T0 + timedelta(days=2))
+    other = synthetic_report(sim_model="nano", seed=3, started_at=T0 + timedelta(days=5))
+    _save(tmp_path / "a.json", old)
+    _save(tmp_path / "b.json", newest)
+    _save(tmp_path / "c.json", other)
+    (tmp_path / "broken.json").write_text("{")
+    run = synthetic_report(seed=4, repeats=10, started_at=T0 + timedelta(days=9))
+    path, report, messages = find_baseline(tmp_path, run)
+    assert path == tmp_path / "b.json" and report is not None
+    assert report["run_id"] == newest["run_id"]
+    assert any("broken.json: truncated" in m for m in messages)
+    verdict = gate_against(tmp_path, run, ["energy_per_item:mean:5%"])
+    assert verdict.baseline == str(tmp_path / "b.json") and not verdict.failed
+
+
+def test_no_baseline_for_this_device_is_a_message(tmp_path: Path) -> None:
+    _save(tmp_path / "nano.json", synthetic_report(sim_model="nano"))
+    run = synthetic_report(sim_model="orin-nano")
+    verdict = gate_against(tmp_path, run, ["energy_per_item:mean:5%"])
+    assert not verdict.failed and not verdict.device_matched
+    assert "no baseline for this device (sim:orin-nano (simulated)" in verdict.messages[-1]
+    file_verdict = gate_against(tmp_path / "nano.json", run, ["energy_per_item:mean:5%"])
+    assert "no baseline for this device" in file_verdict.messages[0]
+    with pytest.raises(ReportError, match="does not exist"):
+        gate_against(tmp_path / "missing", run, ["energy_per_item:mean:5%"])
+
+
+def test_save_baseline(tmp_path: Path) -> None:
+    report = synthetic_report(started_at=datetime(2025, 2, 3, 4, 5, 6, tzinfo=timezone.utc))
+    source = _save(tmp_path / "run.json", report)
+    saved = save_baseline(source, tmp_path / "baselines")
+    assert saved.name == f"sim-agx-orin-20250203-040506-{report['run_id'][:8]}.json"
+    assert load_report(saved) == load_report(source)
+    assert save_baseline(source, tmp_path / "baselines") == saved  # idempotent
+    impostor = synthetic_report(seed=9)
+    impostor["run_id"] = report["run_id"][:8] + "0" * 24
+    saved.write_text(json.dumps(impostor))
+    with pytest.raises(ReportError, match="exists and holds another run; not replaced"):
+        save_baseline(source, tmp_path / "baselines")
+    empty = _save(tmp_path / "empty.json", synthetic_report(n_tests=0))
+    with pytest.raises(ReportError, match=r"empty.json: has no test results"):
+        save_baseline(empty, tmp_path / "baselines")
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+def test_render_verdict_formats() -> None:
+    verdict = evaluate(*_pair(1.10, repeats=10), ["energy_per_item:mean:5%"], new_name="new.json")
+    text = render_verdict(verdict, "table")
+    assert "REGRESSION" in text and "gate FAILED" in text and "new.json against" in text
+    markdown = render_verdict(verdict, "markdown")
+    assert markdown.startswith("### Energy gate") and "| REGRESSION |" in markdown
+    rows = list(csv.DictReader(io.StringIO(render_verdict(verdict, "csv"))))
+    assert len(rows) == len(verdict.rows)
+    assert float(rows[0]["change %"]) == pytest.approx(verdict.rows[0].change_pct)
+    assert "<table>" in render_verdict(verdict, "html")

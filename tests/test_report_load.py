@@ -1,0 +1,162 @@
+"""Loading reports: clear errors naming the file, and the long DataFrame."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_edgeenergy.report.load import (
+    LONG_COLUMNS,
+    ReportError,
+    load,
+    load_report,
+    require_tests,
+    version_notes,
+)
+from pytest_edgeenergy.report.synthetic import synthetic_report
+
+
+def _write(path: Path, doc: Any) -> Path:
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_valid_report_loads(tmp_path: Path) -> None:
+    report = synthetic_report()
+    assert load_report(_write(tmp_path / "r.json", report)) == json.loads(json.dumps(report))
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "no such file"),
+        (b"", "is empty"),
+        (b"\xff\xfe{", "not UTF-8"),
+        (b"[1, 2]", "not a pytest-edgeenergy report (top level is a JSON list"),
+        (b'{"benchmarks": [], "machine_info": {}}', "looks like a pytest-benchmark file"),
+        (b'{"a": 1}', "not a pytest-edgeenergy report (top-level keys: a)"),
+        (b'{"schema_version": "1"}', "schema_version '1' is not a positive integer"),
+    ],
+)
+def test_bad_files_name_the_file_and_problem(
+    tmp_path: Path, content: bytes | None, expected: str
+) -> None:
+    path = tmp_path / "bad.json"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ReportError) as info:
+        load_report(path)
+    assert str(path) in str(info.value)
+    assert expected in str(info.value)
+    assert isinstance(info.value, ValueError) and info.value.path == path
+
+
+def test_directory_is_not_a_report(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="is a directory"):
+        load_report(tmp_path)
+
+
+def test_truncated_report_says_truncated_with_line_and_column(tmp_path: Path) -> None:
+    text = json.dumps(synthetic_report(), indent=1)
+    path = tmp_path / "cut.json"
+    path.write_text(text[: len(text) // 2])
+    with pytest.raises(ReportError, match=r"cut.json: truncated JSON.*line \d+, column \d+"):
+        load_report(path)
+
+
+def test_corrupt_report_says_where(tmp_path: Path) -> None:
+    lines = json.dumps(synthetic_report(), indent=1).splitlines()
+    lines[10] = lines[10] + " @@"
+    path = tmp_path / "corrupt.json"
+    path.write_text("\n".join(lines))
+    with pytest.raises(ReportError, match=r"corrupt JSON at line 11, column \d+"):
+        load_report(path)
+
+
+def test_newer_schema_is_refused_with_versions(tmp_path: Path) -> None:
+    report = synthetic_report()
+    report["schema_version"] = 2
+    report["new_field"] = {"x": 1}
+    path = _write(tmp_path / "new.json", report)
+    with pytest.raises(ReportError) as info:
+        load_report(path)
+    assert str(info.value) == (
+        f"{path}: written by a newer pytest-edgeenergy (schema 2); this version reads 1"
+    )
+
+
+def test_schema_violation_names_the_location(tmp_path: Path) -> None:
+    report = synthetic_report()
+    del report["tests"][1]["metrics"]["energy_j"]["unit"]
+    path = _write(tmp_path / "v.json", report)
+    with pytest.raises(ReportError, match=r"v.json: report does not match .*tests/1/metrics"):
+        load_report(path)
+
+
+def test_other_tool_and_inconsistent_simulated_flag(tmp_path: Path) -> None:
+    report = synthetic_report()
+    report["tool"]["name"] = "other-tool"
+    with pytest.raises(ReportError, match="written by other-tool"):
+        load_report(_write(tmp_path / "o.json", report))
+    report = synthetic_report()
+    report["simulated"] = False
+    with pytest.raises(ReportError, match=r"disagrees with 'device.simulated'"):
+        load_report(_write(tmp_path / "s.json", report))
+
+
+def test_empty_report_loads_but_callers_needing_results_say_so(tmp_path: Path) -> None:
+    report = synthetic_report(n_tests=0)
+    path = _write(tmp_path / "empty.json", report)
+    loaded = load_report(path)
+    assert loaded["tests"] == []
+    with pytest.raises(ReportError, match=r"empty.json: has no test results"):
+        require_tests(loaded, path)
+    frame = load([path])
+    assert list(frame.columns) == list(LONG_COLUMNS) and len(frame) == 0
+
+
+def test_different_tool_versions_load_and_are_noted() -> None:
+    old, new = synthetic_report(seed=1), synthetic_report(seed=2)
+    old["tool"]["version"] = "0.0.9"
+    unfinished = synthetic_report(seed=3)
+    unfinished["finished_at"] = None
+    notes = version_notes([("a.json", old), ("b.json", new), ("c.json", unfinished)])
+    assert any("different pytest-edgeenergy versions" in n and "a.json 0.0.9" in n for n in notes)
+    assert any(n.startswith("c.json: the run did not finish") for n in notes)
+    assert version_notes([("b.json", new)]) == []
+
+
+def test_long_frame_one_row_per_test_and_metric(tmp_path: Path) -> None:
+    a = synthetic_report(seed=1)
+    b = synthetic_report(sim_model="nano", seed=2, gpu_freqs_hz=(614.4e6,))
+    frame = load([_write(tmp_path / "a.json", a), _write(tmp_path / "b.json", b)])
+    assert list(frame.columns) == list(LONG_COLUMNS)
+    expected_rows = sum(len(t["metrics"]) for r in (a, b) for t in r["tests"])
+    assert len(frame) == expected_rows
+    row = frame[
+        (frame["source"] == str(tmp_path / "b.json")) & (frame["metric"] == "energy_per_item")
+    ].iloc[0]
+    test = b["tests"][0]
+    assert row["test_id"] == test["id"]
+    assert row["device"] == "sim:nano (simulated)" and bool(row["simulated"])
+    assert row["gpu_freq_hz"] == pytest.approx(614.4e6)
+    assert row["op"] == "gpu_freq_hz=614400000"
+    assert row["unit"] == "J/item"
+    assert row["value"] == pytest.approx(test["metrics"]["energy_per_item"]["value"])
+    assert row["n"] == 5 and len(row["samples"]) == 5
+    assert row["batch_size"] == test["params"]["batch_size"]
+    assert set(frame["device_fingerprint"]) == {
+        a["device"]["fingerprint"],
+        b["device"]["fingerprint"],
+    }
+
+
+def test_load_stops_at_the_first_bad_file(tmp_path: Path) -> None:
+    good = _write(tmp_path / "good.json", synthetic_report())
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(ReportError, match=r"bad.json: truncated"):
+        load([good, bad])
