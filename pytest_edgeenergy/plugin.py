@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import settings as settings_mod
+from .session import BoardSetupError
 
 if TYPE_CHECKING:
     from .board.detect import Board
+    from .control.operating_point import OperatingPoint
     from .meters.meter import IdleBaseline, Window, WindowResult
     from .session import EnergySession
 
@@ -24,16 +26,38 @@ SESSION_KEY = pytest.StashKey["EnergySession"]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     settings_mod.add_options(parser)
+    settings_mod.add_grid_options(parser)
+    settings_mod.add_gate_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "edge_energy: the test measures energy (set by the energy fixture)"
     )
+    config.addinivalue_line(
+        "markers",
+        "edge_grid(power_mode=..., cpu_freq=..., gpu_freq=..., emc_freq=..., cpu_cores=..., "
+        "governor=..., batch_size=...): this test's grid where no option, env or ini gives one",
+    )
+    config.addinivalue_line(
+        "markers",
+        "edge_gate(*exprs): this test's own gate thresholds, e.g. "
+        "edge_gate('energy_per_item:mean:3%'); they replace --edge-fail on the same metric",
+    )
     try:
         s = settings_mod.build(config)
+        control = settings_mod.build_control(config)
+        gate = settings_mod.build_gate(config)
     except settings_mod.SettingsError as e:
         raise pytest.UsageError(str(e)) from None
+    if gate.fail:
+        from .report.gate import GateExprError, parse_expr
+
+        for expr in gate.fail:
+            try:
+                parse_expr(expr)
+            except (GateExprError, ValueError) as e:
+                raise pytest.UsageError(f"--edge-fail {expr!r}: {e}") from None
     if s.requested and _xdist_workers(config):
         raise pytest.UsageError(
             "pytest-xdist runs tests in parallel, but whole-board energy cannot be shared "
@@ -41,7 +65,30 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     from .session import EnergySession
 
-    config.stash[SESSION_KEY] = EnergySession(s)
+    es = EnergySession(s, control)
+    es.gate = gate
+    es.reports_dir = config.rootpath / "reports"
+    es.report_settings = _report_settings(config)
+    config.stash[SESSION_KEY] = es
+
+
+def _report_settings(config: pytest.Config) -> dict[str, object]:
+    """The options that shaped this run, for the report's ``settings``."""
+    out: dict[str, object] = {}
+    for table in (settings_mod.OPTIONS, settings_mod.GRID_OPTIONS, settings_mod.CONTROL_OPTIONS):
+        for key, opt in table.items():
+            dest = {"board": "edge_board"}.get(key)
+            for name in (dest, f"edge_{opt.ini[5:]}", f"edge_grid_{key}", f"edge_ctl_{key}"):
+                if name is None:
+                    continue
+                try:
+                    v = config.getoption(name)
+                except ValueError:
+                    continue
+                if v is not None:
+                    out[opt.flag.lstrip("-")] = v
+                    break
+    return out
 
 
 def _xdist_workers(config: pytest.Config) -> bool:
@@ -50,9 +97,89 @@ def _xdist_workers(config: pytest.Config) -> bool:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    """Set up the board now when asked, and check the grid options before collection."""
     es = session.config.stash.get(SESSION_KEY, None)
-    if es is not None and es.settings.requested:
-        es.open()
+    if es is None:
+        return
+    from .pinning import validate_options
+
+    if validate_options(session.config, es) or es.settings.requested:
+        try:
+            es.open()
+        except (BoardSetupError, OSError, ValueError) as e:
+            raise pytest.UsageError(str(e)) from None
+
+
+def _grid_marker(metafunc: pytest.Metafunc) -> dict[str, object]:
+    marker = metafunc.definition.get_closest_marker("edge_grid")
+    if marker is None:
+        return {}
+    unknown = sorted(set(marker.kwargs) - set(settings_mod.GRID_OPTIONS))
+    if unknown:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid}: edge_grid({', '.join(unknown)}=...) is not a grid "
+            f"dimension; allowed: {', '.join(settings_mod.GRID_OPTIONS)}"
+        )
+    return dict(marker.kwargs)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``batch_size`` and ``operating_point`` from options, env, ini, marker."""
+    config = metafunc.config
+    marker = _grid_marker(metafunc)
+    try:
+        if "batch_size" in metafunc.fixturenames:
+            v = settings_mod.grid_value(config, "batch_size", marker.get("batch_size"))
+            sizes = settings_mod.parse_batch_sizes(v)
+            metafunc.parametrize("batch_size", sizes, ids=[f"bs{n}" for n in sizes])
+    except settings_mod.SettingsError as e:
+        raise pytest.UsageError(str(e)) from None
+    if "operating_point" not in metafunc.fixturenames:
+        return
+    from .pinning import points_for
+
+    try:
+        points = points_for(config, config.stash[SESSION_KEY], marker)
+    except pytest.UsageError as e:
+        pytest.fail(f"{metafunc.definition.nodeid}: {e}", pytrace=False)
+    metafunc.parametrize(
+        "operating_point", points, ids=[p.id for p in points], indirect=True, scope="function"
+    )
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Order tests so the board changes state as few times as possible; check privileges."""
+    if not any("operating_point" in getattr(i, "fixturenames", ()) for i in items):
+        return
+    from .pinning import order_and_check
+
+    order_and_check(config, config.stash[SESSION_KEY], items)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Restore the board before the summary, so a failed restore is reported loudly."""
+    es = session.config.stash.get(SESSION_KEY, None)
+    if es is None:
+        return
+    from .control.errors import RestoreError
+
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    try:
+        es.restore_board()
+    except RestoreError as e:
+        if tr is not None:
+            tr.write_line(f"edgeenergy: BOARD NOT RESTORED: {e}", red=True, bold=True)
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+    path = es.finish_report()
+    if path is None:
+        return
+    from .gating import run_gate
+
+    failed = run_gate(es, path, tr)
+    if failed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -70,6 +197,19 @@ def pytest_runtest_makereport(
     if es is None or item.nodeid not in es.tests:
         return report
     rec = es.tests[item.nodeid]
+    if report.when == "setup":
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None:
+            rec.params.update(
+                {
+                    k: v
+                    for k, v in callspec.params.items()
+                    if isinstance(v, (str, int, float, bool)) and k != "operating_point"
+                }
+            )
+        marker = item.get_closest_marker("edge_gate")
+        if marker is not None:
+            es.gate_overrides[item.nodeid] = [str(a) for a in marker.args]
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         rec.status = "skipped" if report.skipped else report.outcome
         rec.duration_s = report.duration
@@ -122,19 +262,46 @@ class EnergyFixture:
 def energy(request: pytest.FixtureRequest) -> EnergyFixture:
     """Energy windows on the board (a Jetson, a board tree, or a virtual board)."""
     es = request.config.stash[SESSION_KEY]
-    es.open()
+    try:
+        es.open()
+    except (BoardSetupError, OSError, ValueError) as e:
+        pytest.fail(f"edgeenergy: {e}", pytrace=False)
     es.record(request.node.nodeid)
     request.node.add_marker("edge_energy")
     return EnergyFixture(es, request.node.nodeid)
 
 
+@pytest.fixture
+def operating_point(request: pytest.FixtureRequest) -> Iterator[OperatingPoint]:
+    """The operating point this test runs at, pinned, read back and verified.
+
+    Parametrized from ``--power-mode``, ``--cpu-freq``, ``--gpu-freq``, ``--emc-freq``,
+    ``--cpu-cores``, ``--governor`` (or env, ini, the ``edge_grid`` marker); without any of
+    them it is ``dvfs``: nothing pinned.
+    """
+    from .pinning import pinned
+
+    es = request.config.stash[SESSION_KEY]
+    try:
+        es.open()
+    except (BoardSetupError, OSError, ValueError) as e:
+        pytest.fail(f"edgeenergy: {e}", pytrace=False)
+    with pinned(es, request.node.nodeid, getattr(request, "param", None)) as point:
+        yield point
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     es = terminalreporter.config.stash.get(SESSION_KEY, None)
-    if es is None or not es.tests:
+    if es is None:
         return
-    from .summary import summary_lines
+    if es.tests:
+        from .summary import summary_lines
 
-    title = "energy (SIMULATED: virtual board)" if es.simulated else "energy"
-    terminalreporter.write_sep("=", title)
-    for line in summary_lines(es):
-        terminalreporter.write_line(line)
+        title = "energy (SIMULATED: virtual board)" if es.simulated else "energy"
+        terminalreporter.write_sep("=", title)
+        for line in summary_lines(es):
+            terminalreporter.write_line(line)
+    if es.gate_lines:
+        terminalreporter.write_sep("=", "energy gate")
+        for line in es.gate_lines:
+            terminalreporter.write_line(line)

@@ -15,14 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .settings import Settings
+from .settings import ControlSettings, GateSettings, Settings
 
 if TYPE_CHECKING:
     from .board.detect import Board
+    from .control.operating_point import ApplyResult, OperatingPoint
+    from .control.state import Session as ControlSession
     from .meters.meter import IdleBaseline, Meter, Window, WindowResult
 
 
-class BoardSetupError(Exception):
+class BoardSetupError(OSError):
     """The board could not be set up; the message says what was looked for and what to do."""
 
 
@@ -35,13 +37,26 @@ class TestEnergy:
     status: str | None = None
     reason: str | None = None
     duration_s: float | None = None
+    operating_point: dict[str, Any] | None = None
+    """``{"requested": ..., "read_back": ..., "mismatches": [...], "drift": [...]}``."""
+    params: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] | None = None
+    """Report metrics set by the benchmark fixture; None: derived from the windows."""
+    validity: Any = None
 
 
 class EnergySession:
     """Board + meter for a pytest session; see the module docstring."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, control: ControlSettings | None = None) -> None:
         self.settings = settings
+        self.control_settings = control or ControlSettings(False, False, None)
+        self.control: ControlSession | None = None
+        self._point: OperatingPoint | None = None
+        self._point_result: ApplyResult | None = None
+        self.idle_by_point: dict[str, IdleBaseline] = {}
+        self.grid_cache: dict[tuple[tuple[str, str], ...], list[OperatingPoint]] = {}
+        self.point_order: list[str] = []
         self._stack = ExitStack()
         self._open = False
         self.board: Board | None = None
@@ -50,6 +65,13 @@ class EnergySession:
         self.root: Path | None = None
         self.tests: dict[str, TestEnergy] = {}
         self.report_path: Path | None = None
+        self.reports_dir = Path("reports")
+        self.report_settings: dict[str, Any] = {}
+        self._writer: Any = None
+        self.gate: GateSettings | None = None
+        self.gate_overrides: dict[str, list[str]] = {}
+        self.gate_lines: list[str] = []
+        self.report_errors: list[str] = []
 
     # -- set-up -------------------------------------------------------------------------
 
@@ -83,6 +105,7 @@ class EnergySession:
                 "pointing at a board tree"
             )
         self.board = board
+        self._start_control(board)
         source = open_source(s.source, self.root, interval_s=s.interval_s)
         self._stack.callback(source.close)
         meter = Meter(source, interval_s=s.interval_s)
@@ -91,6 +114,44 @@ class EnergySession:
         self.meter = meter
         if s.idle_s > 0:
             self.idle = meter.measure_idle(seconds=s.idle_s)
+        from .reporting import open_writer
+
+        self._writer = open_writer(self, self.reports_dir, self.report_settings)
+        self.report_path = self._writer.path
+
+    def _start_control(self, board: Board) -> None:
+        """Lock the board's knobs and restore what a killed earlier session left changed."""
+        from .control.state import Session as ControlSession
+
+        c = self.control_settings
+        ctl = ControlSession(board, dry_run=c.dry_run, force=c.force_mode, settle_s=c.settle_s)
+        ctl.start()
+        self.control = ctl
+        self._stack.callback(self.restore_board)
+
+    def restore_board(self) -> None:
+        """Put every knob back as found (idempotent); raises RestoreError if that fails."""
+        ctl, self.control = self.control, None
+        self._point = None
+        if ctl is not None:
+            ctl.close()
+
+    def apply_point(self, point: OperatingPoint) -> ApplyResult:
+        """Pin ``point`` unless it is already pinned; measure idle power there once."""
+        assert self.control is not None
+        if point == self._point and self._point_result is not None:
+            return self._point_result
+        result = self.control.apply(point)
+        self._point, self._point_result = point, result
+        if self.meter is not None and self.settings.idle_s > 0:
+            idle = self.idle_by_point.get(point.id)
+            if idle is None:
+                idle = self.meter.measure_idle(seconds=self.settings.idle_s)
+                self.idle_by_point[point.id] = idle
+            if idle.valid:
+                self.meter.idle = idle
+                self.idle = idle
+        return result
 
     def _start_sim(self, model: str) -> Path:
         from .sim.runner import SimProcess
@@ -119,9 +180,25 @@ class EnergySession:
 
     def finish_test(self, nodeid: str) -> None:
         """Called after a test's teardown: the report on disk gains this test at once."""
-        if not self._open or nodeid not in self.tests:
+        if not self._open or nodeid not in self.tests or self._writer is None:
             return
-        # The report writer lands with the report layer; until then results stay in memory.
+        from .reporting import test_entry
+
+        try:
+            self._writer.add_test(test_entry(self.tests[nodeid]))
+        except (OSError, ValueError) as e:
+            # The measurement stays in memory and in the summary; the run goes on.
+            self.report_errors.append(f"{nodeid}: not written to the report: {e}")
+
+    def finish_report(self) -> Path | None:
+        """Mark the report finished; returns its path (None when nothing was measured)."""
+        if self._writer is None:
+            return None
+        try:
+            self._writer.finish()
+        except OSError as e:
+            self.report_errors.append(f"report not finished: {e}")
+        return self.report_path
 
     @contextmanager
     def window(self, nodeid: str, label: str) -> Iterator[Window]:

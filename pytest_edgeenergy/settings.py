@@ -192,3 +192,264 @@ def build(config: pytest.Config) -> Settings:
         idle_s=_positive_float(idle, allow_zero=True),
         requested=board is not None or root is not None,
     )
+
+
+# -- the grid: operating-point dimensions and batch sizes ---------------------------------
+
+GRID_OPTIONS: dict[str, Option] = {
+    "power_mode": Option(
+        "--power-mode",
+        "edge_power_mode",
+        "EDGEENERGY_POWER_MODE",
+        "nvpmodel power mode(s) by name (any case) or ID, comma-separated",
+        None,
+    ),
+    "cpu_freq": Option(
+        "--cpu-freq",
+        "edge_cpu_freq",
+        "EDGEENERGY_CPU_FREQ",
+        "CPU frequencies: values with Hz/kHz/MHz/GHz, or min, max, all, dvfs",
+        None,
+    ),
+    "gpu_freq": Option(
+        "--gpu-freq",
+        "edge_gpu_freq",
+        "EDGEENERGY_GPU_FREQ",
+        "GPU frequencies: values with Hz/kHz/MHz/GHz, or min, max, all, dvfs",
+        None,
+    ),
+    "emc_freq": Option(
+        "--emc-freq",
+        "edge_emc_freq",
+        "EDGEENERGY_EMC_FREQ",
+        "memory (EMC) frequencies: values with units, or min, max, dvfs",
+        None,
+    ),
+    "cpu_cores": Option(
+        "--cpu-cores",
+        "edge_cpu_cores",
+        "EDGEENERGY_CPU_CORES",
+        "numbers of online CPU cores, or all",
+        None,
+    ),
+    "governor": Option(
+        "--governor",
+        "edge_governor",
+        "EDGEENERGY_GOVERNOR",
+        "CPU frequency governor(s), e.g. schedutil, performance",
+        None,
+    ),
+    "batch_size": Option(
+        "--batch-size",
+        "edge_batch_size",
+        "EDGEENERGY_BATCH_SIZE",
+        "batch sizes for tests using the batch_size fixture, comma-separated (default 8)",
+        None,
+    ),
+}
+
+CONTROL_OPTIONS: dict[str, Option] = {
+    "dry_run": Option(
+        "--edge-dry-run",
+        "edge_dry_run",
+        "EDGEENERGY_DRY_RUN",
+        "print every write to the board's knob files that would be made, make none",
+        None,
+    ),
+    "force_mode": Option(
+        "--edge-force-mode",
+        "edge_force_mode",
+        "EDGEENERGY_FORCE_MODE",
+        "allow power modes that change GPU power gating (the board REBOOTS to apply them)",
+        None,
+    ),
+    "settle_s": Option(
+        "--edge-settle-s",
+        "edge_settle_s",
+        "EDGEENERGY_SETTLE_S",
+        "seconds to wait after pinning an operating point (default 0.5 on a board, 0 virtual)",
+        None,
+    ),
+}
+
+DEFAULT_BATCH_SIZES = (8,)
+
+
+def add_grid_options(parser: pytest.Parser) -> None:
+    """Register the grid and control options (CLI flags, ini keys)."""
+    group = parser.getgroup("edgeenergy")
+    for key, opt in GRID_OPTIONS.items():
+        group.addoption(
+            opt.flag,
+            dest=f"edge_grid_{key}",
+            action="append",
+            default=None,
+            help=f"{opt.help} (env {opt.env}, ini {opt.ini})",
+        )
+        parser.addini(opt.ini, help=f"{opt.help} (env {opt.env})", default=None)
+    for key, opt in CONTROL_OPTIONS.items():
+        if key == "settle_s":
+            group.addoption(opt.flag, dest=f"edge_ctl_{key}", default=None, help=opt.help)
+        else:
+            group.addoption(
+                opt.flag, dest=f"edge_ctl_{key}", action="store_true", default=None, help=opt.help
+            )
+        parser.addini(opt.ini, help=f"{opt.help} (env {opt.env})", default=None)
+
+
+def grid_value(config: pytest.Config, key: str, marker_value: object | None = None) -> Value | None:
+    """One grid dimension's raw value, by precedence CLI > env > ini > marker."""
+    opt = GRID_OPTIONS[key]
+    cli = config.getoption(f"edge_grid_{key}")
+    if cli:
+        return Value(",".join(cli), f"{opt.flag} (command line)")
+    env = os.environ.get(opt.env)
+    if env:
+        return Value(env, f"{opt.env} (environment)")
+    ini = config.getini(opt.ini)
+    if ini:
+        return Value(str(ini), f"{opt.ini} (ini file)")
+    if marker_value is not None:
+        text = (
+            ",".join(str(v) for v in marker_value)
+            if isinstance(marker_value, (list, tuple))
+            else str(marker_value)
+        )
+        return Value(text, f"edge_grid({key}=...) (marker)")
+    return None
+
+
+def parse_batch_sizes(v: Value | None) -> tuple[int, ...]:
+    """Batch sizes from a comma list; positive integers only."""
+    if v is None:
+        return DEFAULT_BATCH_SIZES
+    sizes: list[int] = []
+    for part in v.text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit() or int(part) <= 0:
+            raise SettingsError(f"{v.origin}: batch size {part!r} is not a positive integer")
+        if int(part) not in sizes:
+            sizes.append(int(part))
+    if not sizes:
+        raise SettingsError(f"{v.origin}: no batch size given")
+    return tuple(sizes)
+
+
+@dataclass(frozen=True)
+class ControlSettings:
+    """How operating points are applied."""
+
+    dry_run: bool
+    force_mode: bool
+    settle_s: float | None
+
+
+def _flag(config: pytest.Config, key: str) -> bool:
+    opt = CONTROL_OPTIONS[key]
+    if config.getoption(f"edge_ctl_{key}"):
+        return True
+    env = os.environ.get(opt.env)
+    if env:
+        if env.lower() in ("1", "true", "yes", "on"):
+            return True
+        if env.lower() in ("0", "false", "no", "off"):
+            return False
+        raise SettingsError(f"{opt.env}={env!r} (environment): use 1/0, true/false, yes/no")
+    ini = config.getini(opt.ini)
+    return bool(ini) and str(ini).lower() in ("1", "true", "yes", "on")
+
+
+def build_control(config: pytest.Config) -> ControlSettings:
+    """Read the control options; raise :class:`SettingsError` naming the source."""
+    opt = CONTROL_OPTIONS["settle_s"]
+    settle: float | None = None
+    raw = config.getoption("edge_ctl_settle_s")
+    v = (
+        Value(str(raw), f"{opt.flag} (command line)")
+        if raw is not None
+        else Value(os.environ[opt.env], f"{opt.env} (environment)")
+        if os.environ.get(opt.env)
+        else Value(str(config.getini(opt.ini)), f"{opt.ini} (ini file)")
+        if config.getini(opt.ini)
+        else None
+    )
+    if v is not None:
+        settle = _positive_float(v, allow_zero=True)
+    return ControlSettings(_flag(config, "dry_run"), _flag(config, "force_mode"), settle)
+
+
+# -- the regression gate -------------------------------------------------------------------
+
+GATE_OPTIONS: dict[str, Option] = {
+    "baseline": Option(
+        "--edge-baseline",
+        "edge_baseline",
+        "EDGEENERGY_BASELINE",
+        "baseline report file, or a directory of reports (the newest of this device is used)",
+        None,
+    ),
+    "fail": Option(
+        "--edge-fail",
+        "edge_fail",
+        "EDGEENERGY_FAIL",
+        "fail when METRIC:STAT:THRESHOLD regresses significantly against the baseline, e.g. "
+        "energy_per_item:mean:5%% or latency_p90:median:2ms (repeatable)",
+        None,
+    ),
+    "save_baseline": Option(
+        "--edge-save-baseline",
+        "edge_save_baseline",
+        "EDGEENERGY_SAVE_BASELINE",
+        "after the run, store its report as a baseline in this directory",
+        None,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """The regression gate's options."""
+
+    baseline: Path | None
+    fail: tuple[str, ...]
+    save_baseline: Path | None
+
+
+def add_gate_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("edgeenergy")
+    for key, opt in GATE_OPTIONS.items():
+        action = "append" if key == "fail" else "store"
+        group.addoption(
+            opt.flag,
+            dest=f"edge_gate_{key}",
+            action=action,
+            default=None,
+            help=f"{opt.help} (env {opt.env}, ini {opt.ini})",
+        )
+        if key == "fail":
+            parser.addini(opt.ini, help=opt.help, default=[], type="linelist")
+        else:
+            parser.addini(opt.ini, help=opt.help, default=None)
+
+
+def build_gate(config: pytest.Config) -> GateSettings:
+    """Read the gate options (CLI > env > ini); expressions are checked by the plugin."""
+
+    def one(key: str) -> Path | None:
+        opt = GATE_OPTIONS[key]
+        v = (
+            config.getoption(f"edge_gate_{key}")
+            or os.environ.get(opt.env)
+            or config.getini(opt.ini)
+        )
+        return Path(str(v)) if v else None
+
+    opt = GATE_OPTIONS["fail"]
+    fail: list[str] = config.getoption("edge_gate_fail") or []
+    if not fail and os.environ.get(opt.env):
+        fail = [e.strip() for e in os.environ[opt.env].split(",") if e.strip()]
+    if not fail:
+        fail = [str(e) for e in config.getini(opt.ini)]
+    return GateSettings(one("baseline"), tuple(fail), one("save_baseline"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .meters.meter import WindowResult
@@ -37,6 +37,7 @@ def summary_lines(es: EnergySession) -> list[str]:
     """The energy table printed after the test session."""
     rows = [("test", "window", "status", "s", "energy J", "net J", "mean W", "samples", "valid")]
     for rec in es.tests.values():
+        flags = _point_flags(rec.operating_point)
         for w in rec.windows:
             rows.append(
                 (
@@ -48,7 +49,7 @@ def summary_lines(es: EnergySession) -> list[str]:
                     _fmt(w.net_energy_j, ".4f"),
                     _fmt(w.total.mean_w, ".3f"),
                     str(w.samples),
-                    "yes" if w.valid else f"INVALID: {w.invalid_reason}",
+                    ("yes" if w.valid else f"INVALID: {w.invalid_reason}") + flags,
                 )
             )
         if not rec.windows:
@@ -57,8 +58,26 @@ def summary_lines(es: EnergySession) -> list[str]:
     out = [board_line(es)]
     for r in rows:
         out.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    if es.point_order:
+        out.append("operating points in run order: " + " -> ".join(es.point_order))
     if es.report_path is not None:
         out.append(f"report: {es.report_path}")
+    out.extend(f"REPORT ERROR: {e}" for e in es.report_errors)
+    return out
+
+
+def _point_flags(info: dict[str, Any] | None) -> str:
+    """Marks for an operating point that did not read back as pinned or drifted."""
+    if not info:
+        return ""
+    out = ""
+    if info.get("dry_run"):
+        out += " (dry run: not pinned)"
+    elif not info.get("verified", True):
+        out += f" (NOT VERIFIED: {'; '.join(map(str, info.get('mismatches') or []))})"
+    drift = info.get("drift")
+    if drift:
+        out += f" (DRIFT: {'; '.join(map(str, drift))})"
     return out
 
 
