@@ -104,6 +104,7 @@ def test_garbage_lines_counted_and_keep_their_time_slot() -> None:
     ]
     r = integrate_log(lines, interval_s=1.0)
     assert r.read_errors == 2
+    assert r.to_json()["read_errors"] == {"unusable_line": 2}
     assert r.samples == 2
     assert r.seconds == pytest.approx(2.0)
     assert r.total.energy_j == pytest.approx(2.0)

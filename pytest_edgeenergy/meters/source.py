@@ -39,7 +39,7 @@ class ReadError(Exception):
         self.reason = reason
 
 
-class SourceUnavailable(Exception):
+class SourceUnavailable(OSError):
     """The source cannot be used on this machine; the message says why and what to do."""
 
 

@@ -67,7 +67,8 @@ class LogEnergy:
             "samples": self.samples,
             "valid": self.valid,
             "invalid_reason": self.invalid_reason,
-            "read_errors": self.read_errors,
+            # Same shape as ``measure --json``: failed readings counted by reason.
+            "read_errors": {"unusable_line": self.read_errors} if self.read_errors else {},
             "sampler_cpu_s": self.sampler_cpu_s,
             "rails": {
                 name: {"energy_j": e.energy_j, "mean_w": e.mean_w} for name, e in self.rails.items()
