@@ -16,6 +16,7 @@ from . import settings as settings_mod
 from .session import BoardSetupError
 
 if TYPE_CHECKING:
+    from .bench.runner import EdgeBench
     from .board.detect import Board
     from .control.operating_point import OperatingPoint
     from .meters.meter import IdleBaseline, Window, WindowResult
@@ -28,6 +29,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     settings_mod.add_options(parser)
     settings_mod.add_grid_options(parser)
     settings_mod.add_gate_options(parser)
+    from .bench.options import add_options as add_bench_options
+
+    add_bench_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,10 +48,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "edge_gate(*exprs): this test's own gate thresholds, e.g. "
         "edge_gate('energy_per_item:mean:3%'); they replace --edge-fail on the same metric",
     )
+    from .bench.fixture import configure as configure_bench
+
     try:
         s = settings_mod.build(config)
         control = settings_mod.build_control(config)
         gate = settings_mod.build_gate(config)
+        configure_bench(config)
     except settings_mod.SettingsError as e:
         raise pytest.UsageError(str(e)) from None
     if gate.fail:
@@ -150,7 +157,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    """Order tests so the board changes state as few times as possible; check privileges."""
+    """Drop tests of workloads not selected (``--workload``); order tests so the board
+    changes state as few times as possible; check privileges."""
+    from .bench.fixture import deselect
+
+    deselect(config, items)
     if not any("operating_point" in getattr(i, "fixturenames", ()) for i in items):
         return
     from .pinning import order_and_check
@@ -220,6 +231,16 @@ def pytest_runtest_makereport(
                 report.longreprtext.strip().splitlines()[-1] if report.longreprtext else None
             )
     if report.when == "teardown":
+        from .bench.fixture import bench_of
+
+        bench = bench_of(item)
+        if bench is not None and (bench.results or bench.phases or bench.preflights):
+            br = bench.report()
+            rec.metrics, rec.validity = br["metrics"], br["validity"]
+            rec.params.update(br["params"])
+            rec.extra.update(br["extra"])
+            if rec.status == "passed" and not br["valid"]:
+                rec.status, rec.reason = "invalid", br["reason"]
         es.finish_test(item.nodeid)
     return report
 
@@ -290,6 +311,22 @@ def operating_point(request: pytest.FixtureRequest) -> Iterator[OperatingPoint]:
         yield point
 
 
+@pytest.fixture
+def edge_bench(request: pytest.FixtureRequest) -> EdgeBench:
+    """Measure a callable in energy windows, like pytest-benchmark's pedantic mode:
+    warm-up, a fixed amount of work per repeat, repeats, latency and energy per item.
+
+    ``edge_bench.run(lambda: model(x), items_per_call=batch_size, params={...})``.
+    """
+    from .bench.fixture import make_edge_bench
+
+    es = request.config.stash[SESSION_KEY]
+    try:
+        return make_edge_bench(request, es)
+    except (BoardSetupError, OSError, ValueError) as e:
+        pytest.fail(f"edgeenergy: {e}", pytrace=False)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     es = terminalreporter.config.stash.get(SESSION_KEY, None)
     if es is None:
@@ -300,6 +337,17 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         title = "energy (SIMULATED: virtual board)" if es.simulated else "energy"
         terminalreporter.write_sep("=", title)
         for line in summary_lines(es):
+            terminalreporter.write_line(line)
+    from .bench.fixture import all_results
+
+    results = all_results(terminalreporter.config)
+    if results:
+        from .bench.summary import format_rows, summary_rows
+
+        terminalreporter.write_sep(
+            "=", "energy benchmarks" + (" (SIMULATED)" if es.simulated else "")
+        )
+        for line in format_rows(summary_rows(results)):
             terminalreporter.write_line(line)
     if es.gate_lines:
         terminalreporter.write_sep("=", "energy gate")

@@ -108,10 +108,10 @@ def test_entry(rec: TestEnergy) -> dict[str, Any]:
     params = dict(rec.params)
     point = rec.operating_point
     op = build_operating_point(point["requested"], point["read_back"]) if point else None
-    extra: dict[str, Any] | None = None
+    extra: dict[str, Any] | None = dict(rec.extra) or None
     if point:
         pinning = ("id", "verified", "mismatches", "drift", "dry_run")
-        extra = {"operating_point": {k: point[k] for k in pinning}}
+        extra = {**(extra or {}), "operating_point": {k: point[k] for k in pinning}}
     known = {
         k: params.pop(k, None)
         for k in ("workload", "batch_size", "graph_mode", "precision", "device")

@@ -43,6 +43,7 @@ class TestEnergy:
     metrics: dict[str, Any] | None = None
     """Report metrics set by the benchmark fixture; None: derived from the windows."""
     validity: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class EnergySession:

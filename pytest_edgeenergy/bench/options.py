@@ -1,0 +1,233 @@
+"""Options of the energy benchmark fixture: work per repeat, repeats, warm-up, window length,
+quick smoke runs and the workload filter.
+
+Precedence is CLI > environment > ini > default, as for the session's options
+(:mod:`pytest_edgeenergy.settings`); every error names where the bad value came from.
+``--edge-quick`` only replaces the *defaults* with tiny counts: a value given explicitly on
+the command line, in the environment or in the ini file still wins.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import os
+from dataclasses import dataclass
+
+import pytest
+
+from ..settings import Option, SettingsError, Value
+
+__all__ = [
+    "BENCH_OPTIONS",
+    "BENCH_SETTINGS_KEY",
+    "DEFAULT",
+    "QUICK",
+    "BenchSettings",
+    "BenchSettingsError",
+    "add_options",
+    "build",
+    "selected",
+    "settings_for",
+]
+
+
+class BenchSettingsError(SettingsError):
+    """A bad benchmark option; the message names the option, its source and what is allowed."""
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """How ``edge_bench`` runs a workload: fixed work per repeat, in energy windows."""
+
+    items: int | None
+    """Items (inferences, samples...) per repeat; None = two calls' worth (``--edge-quick``)."""
+    repeats: int
+    """Measured windows per run."""
+    warmup: int
+    """Unmeasured calls before the first window (also used to calibrate the window length)."""
+    min_window_s: float
+    """A repeat shorter than this gets more calls (calibrated from the warm-up)."""
+    quick: bool = False
+    workloads: tuple[str, ...] = ()
+    """Workload filter: names or glob patterns, lower case; empty = every workload."""
+
+    def items_for(self, items_per_call: int) -> int:
+        """Items per repeat for a workload doing ``items_per_call`` items per call."""
+        if self.items is None:
+            return 2 * items_per_call
+        return self.items
+
+    def selects(self, workload: str) -> bool:
+        """True when ``workload`` passes the ``--workload`` filter (case-insensitive globs)."""
+        if not self.workloads:
+            return True
+        name = workload.lower()
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.workloads)
+
+
+DEFAULT = BenchSettings(items=3200, repeats=10, warmup=2, min_window_s=0.5)
+"""The study's protocol: 3,200 items per repeat, 10 repeats."""
+QUICK = BenchSettings(items=None, repeats=2, warmup=1, min_window_s=0.1, quick=True)
+"""Smoke runs: two calls' worth of items, 2 repeats, 1 warm-up call, 0.1 s windows."""
+
+BENCH_OPTIONS: dict[str, Option] = {
+    "items": Option(
+        "--edge-items",
+        "edge_items",
+        "EDGEENERGY_ITEMS",
+        "items (inferences, samples) of fixed work per measured repeat "
+        f"(default {DEFAULT.items}, as in the inference study)",
+        None,
+    ),
+    "repeats": Option(
+        "--edge-repeats",
+        "edge_repeats",
+        "EDGEENERGY_REPEATS",
+        f"measured energy windows per benchmark (default {DEFAULT.repeats})",
+        None,
+    ),
+    "warmup": Option(
+        "--edge-warmup",
+        "edge_warmup",
+        "EDGEENERGY_WARMUP",
+        f"unmeasured warm-up calls before the first window (default {DEFAULT.warmup})",
+        None,
+    ),
+    "min_window_s": Option(
+        "--edge-min-window-s",
+        "edge_min_window_s",
+        "EDGEENERGY_MIN_WINDOW_S",
+        "minimum duration of a measured repeat in s; shorter repeats get more calls "
+        f"(default {DEFAULT.min_window_s:g})",
+        None,
+    ),
+    "quick": Option(
+        "--edge-quick",
+        "edge_quick",
+        "EDGEENERGY_QUICK",
+        "smoke run: two calls' worth of items, 2 repeats, 1 warm-up call, 0.1 s windows "
+        "(values given explicitly still win)",
+        None,
+    ),
+    "workload": Option(
+        "--workload",
+        "edge_workload",
+        "EDGEENERGY_WORKLOAD",
+        "comma-separated workloads to run (names or glob patterns, e.g. resnet18,mobilenet*); "
+        "default all",
+        None,
+    ),
+}
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+BENCH_SETTINGS_KEY = pytest.StashKey[BenchSettings]()
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the benchmark options as CLI flags and ini keys sharing one help text."""
+    group = parser.getgroup("edgeenergy", "energy measurement on Jetson boards")
+    for key, opt in BENCH_OPTIONS.items():
+        if key == "quick":
+            group.addoption(
+                opt.flag, dest=opt.ini, action="store_true", default=None, help=opt.help
+            )
+        else:
+            group.addoption(opt.flag, dest=opt.ini, default=None, help=opt.help)
+        parser.addini(opt.ini, help=f"{opt.help} (env {opt.env})", default=None)
+
+
+def _raw(config: pytest.Config, key: str) -> Value | None:
+    """The value given for ``key`` and where it came from; None when not given anywhere."""
+    opt = BENCH_OPTIONS[key]
+    cli = config.getoption(opt.ini, default=None)
+    if cli is not None:
+        return Value(str(cli), f"{opt.flag} (command line)")
+    env = os.environ.get(opt.env)
+    if env:
+        return Value(env, f"{opt.env} (environment)")
+    try:
+        ini = config.getini(opt.ini)
+    except ValueError:  # ini key not registered (options added by another plugin version)
+        ini = None
+    if ini:
+        return Value(str(ini), f"{opt.ini} (ini file)")
+    return None
+
+
+def _int(v: Value, minimum: int) -> int:
+    try:
+        x = int(v.text.strip())
+    except ValueError:
+        raise BenchSettingsError(f"{v.origin}: {v.text!r} is not a whole number") from None
+    if x < minimum:
+        raise BenchSettingsError(f"{v.origin}: {v.text!r} must be >= {minimum}")
+    return x
+
+
+def _seconds(v: Value) -> float:
+    try:
+        x = float(v.text.strip())
+    except ValueError:
+        raise BenchSettingsError(f"{v.origin}: {v.text!r} is not a number of seconds") from None
+    if not (math.isfinite(x) and x >= 0):
+        raise BenchSettingsError(f"{v.origin}: {v.text!r} must be a finite number >= 0 s")
+    return x
+
+
+def _flag(v: Value) -> bool:
+    text = v.text.strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise BenchSettingsError(
+        f"{v.origin}: {v.text!r} is not a yes/no value; use one of {', '.join(_TRUE + _FALSE[:-1])}"
+    )
+
+
+def parse_workloads(v: Value) -> tuple[str, ...]:
+    """``resnet18, MobileNet*`` -> ``("resnet18", "mobilenet*")``; an empty list is an error."""
+    names = tuple(n.strip().lower() for n in v.text.split(",") if n.strip())
+    if not names:
+        raise BenchSettingsError(
+            f"{v.origin}: {v.text!r} names no workload; give comma-separated names or patterns"
+        )
+    return names
+
+
+def build(config: pytest.Config) -> BenchSettings:
+    """Read and validate the benchmark options; raise :class:`BenchSettingsError` naming the
+    source of a bad value."""
+    quick_v = _raw(config, "quick")
+    quick = _flag(quick_v) if quick_v is not None else False
+    base = QUICK if quick else DEFAULT
+    items_v = _raw(config, "items")
+    repeats_v = _raw(config, "repeats")
+    warmup_v = _raw(config, "warmup")
+    window_v = _raw(config, "min_window_s")
+    workload_v = _raw(config, "workload")
+    return BenchSettings(
+        items=_int(items_v, 1) if items_v is not None else base.items,
+        repeats=_int(repeats_v, 1) if repeats_v is not None else base.repeats,
+        warmup=_int(warmup_v, 0) if warmup_v is not None else base.warmup,
+        min_window_s=_seconds(window_v) if window_v is not None else base.min_window_s,
+        quick=quick,
+        workloads=parse_workloads(workload_v) if workload_v is not None else (),
+    )
+
+
+def settings_for(config: pytest.Config) -> BenchSettings:
+    """The session's benchmark settings, built once and kept in ``config.stash``."""
+    cached = config.stash.get(BENCH_SETTINGS_KEY, None)
+    if cached is None:
+        cached = build(config)
+        config.stash[BENCH_SETTINGS_KEY] = cached
+    return cached
+
+
+def selected(workload: str, config: pytest.Config) -> bool:
+    """True when ``workload`` passes ``--workload`` (names or globs, case-insensitive)."""
+    return settings_for(config).selects(workload)

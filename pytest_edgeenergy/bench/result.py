@@ -1,0 +1,528 @@
+"""What ``edge_bench`` measured: per repeat, per run (:class:`BenchResult`), per phase
+(:class:`PhaseResult`), and their metrics in the report's form (``report/schema.json``).
+
+Definitions (per repeat, then aggregated over repeats by the report's stats: mean, median,
+sample stdev, min, max, 95 % Student-t interval):
+
+* ``energy_j``: gross energy of the repeat's window, total rail or sum of rails, J.
+* ``energy_per_item`` / ``energy_per_item_net``: gross / idle-subtracted energy per item.
+* ``latency_*``: per-call wall time (``perf_counter``) mean and p50/p90/p99, s.
+* ``throughput``: items / window duration, items/s (same window as the energy).
+* ``edp``: energy-delay product per item = J per item x s per item, where s per item =
+  window duration / items (= 1 / throughput), in J*s.
+* ``memory_peak``: the process's peak RSS during the repeat, B.
+
+A result with an INVALID window is invalid: its energy-derived metrics (energy, power, EDP)
+have a null ``value``; their ``samples`` hold only the valid windows' figures. Never 0 J.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from ..report.model import Metric, Validity, build_validity, make_metric
+from .stats import LatencySummary, summarize_latencies
+
+if TYPE_CHECKING:
+    from ..meters.window import WindowResult
+
+__all__ = [
+    "ENERGY_METRICS",
+    "BenchReport",
+    "BenchResult",
+    "PhaseResult",
+    "RepeatResult",
+    "merge_report",
+    "validity_of",
+]
+
+ENERGY_METRICS = frozenset(
+    {
+        "energy_j",
+        "energy_net_j",
+        "energy_per_item",
+        "energy_per_item_net",
+        "power_mean",
+        "power_peak",
+        "edp",
+    }
+)
+"""Metrics whose value is null when a window is invalid."""
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _metric(
+    name: str, values: Iterable[float | None], *, trusted: bool = True, unit: str | None = None
+) -> Metric:
+    samples = [float(v) for v in values if v is not None and math.isfinite(v)]
+    m = make_metric(name, samples, unit=unit)
+    if not trusted:
+        m["value"] = None
+    return m
+
+
+def validity_of(windows: Sequence[WindowResult]) -> Validity:
+    """The report's ``validity`` over several windows: all must be valid."""
+    samples = sum(w.samples for w in windows)
+    weighted = [(w.interval_ms_mean, w.samples) for w in windows if w.interval_ms_mean is not None]
+    n = sum(s for _, s in weighted)
+    interval = math.fsum(m * s for m, s in weighted) / n if n else None
+    jitters = [w.interval_ms_jitter for w in windows if w.interval_ms_jitter is not None]
+    reasons = [f"{w.label}: {w.invalid_reason}" for w in windows if not w.valid]
+    if not windows:
+        reasons.append("no measured window")
+    return build_validity(
+        samples=samples,
+        valid=not reasons,
+        reason="; ".join(reasons) if reasons else None,
+        interval_ms_mean=interval,
+        interval_ms_jitter=max(jitters) if jitters else None,
+        sampler_cpu_s=math.fsum(w.sampler_cpu_s for w in windows),
+        read_errors=sum(sum(w.read_errors.values()) for w in windows),
+    )
+
+
+@dataclass
+class RepeatResult:
+    """One measured repeat: a fixed number of calls inside one energy window."""
+
+    index: int
+    """0-based."""
+    calls: int
+    items: int
+    window: WindowResult
+    latencies_s: Sequence[float]
+    """Wall time of each call, s (emptied after :attr:`latency` is computed when a repeat
+    had more than ``runner.MAX_KEPT_LATENCIES`` calls)."""
+    memory_peak_bytes: int | None = None
+    board_memory_used_bytes: int | None = None
+    cuda_peak_bytes: int | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.window.valid
+
+    @property
+    def duration_s(self) -> float:
+        return self.window.duration_s
+
+    @cached_property
+    def latency(self) -> LatencySummary | None:
+        return summarize_latencies(self.latencies_s)
+
+    @property
+    def energy_j(self) -> float | None:
+        """Gross energy, J; None when the window is invalid."""
+        return _finite(self.window.total.energy_j)
+
+    @property
+    def net_energy_j(self) -> float | None:
+        return _finite(self.window.net_energy_j)
+
+    @property
+    def energy_per_item_j(self) -> float | None:
+        e = self.energy_j
+        return e / self.items if e is not None and self.items > 0 else None
+
+    @property
+    def energy_per_item_net_j(self) -> float | None:
+        e = self.net_energy_j
+        return e / self.items if e is not None and self.items > 0 else None
+
+    @property
+    def time_per_item_s(self) -> float | None:
+        return self.duration_s / self.items if self.items > 0 else None
+
+    @property
+    def throughput(self) -> float | None:
+        """Items per second of window time."""
+        return self.items / self.duration_s if self.duration_s > 0 else None
+
+    @property
+    def edp(self) -> float | None:
+        """J per item x s per item, J*s."""
+        e, t = self.energy_per_item_j, self.time_per_item_s
+        return e * t if e is not None and t is not None else None
+
+    def to_json(self) -> dict[str, Any]:
+        lat = self.latency
+        return {
+            "repeat": self.index + 1,
+            "calls": self.calls,
+            "items": self.items,
+            "seconds": _finite(self.duration_s),
+            "samples": self.window.samples,
+            "valid": self.valid,
+            "invalid_reason": self.window.invalid_reason,
+            "energy_j": self.energy_j,
+            "energy_j_estimate": _finite(self.window.total.energy_j_estimate),
+            "net_energy_j": self.net_energy_j,
+            "latency_p90_s": lat.p90_s if lat is not None else None,
+            "memory_peak_bytes": self.memory_peak_bytes,
+        }
+
+
+def _op_text(op: object) -> str:
+    """A short name for an operating point given as an id, an object with ``id`` or a dict."""
+    if op is None:
+        return "-"
+    if isinstance(op, str):
+        return op
+    for holder in (op, getattr(op, "point", None)):
+        ident = getattr(holder, "id", None)
+        if isinstance(ident, str):
+            return ident
+    if isinstance(op, Mapping):
+        if isinstance(op.get("id"), str):
+            return str(op["id"])
+        requested = op.get("requested")
+        if isinstance(requested, Mapping):
+            if isinstance(requested.get("id"), str):
+                return str(requested["id"])
+            return ",".join(f"{k}={v}" for k, v in requested.items() if v is not None) or "-"
+    return str(op)
+
+
+def _jsonable(value: object) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    to_json = getattr(value, "to_json", None)
+    if callable(to_json):
+        return to_json()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+def _op_json(op: object) -> dict[str, Any] | None:
+    """``params.operating_point`` in the schema's ``{"requested", "read_back"}`` shape."""
+    if op is None:
+        return None
+    if isinstance(op, Mapping) and "requested" in op:
+        return {
+            "requested": dict(_jsonable(op.get("requested") or {})),
+            "read_back": dict(_jsonable(op.get("read_back") or {})),
+        }
+    point = getattr(op, "point", None)
+    if point is not None and callable(getattr(point, "to_json", None)):
+        read_back = getattr(op, "read_back", None)
+        return {
+            "requested": point.to_json(),
+            "read_back": _jsonable(read_back) if isinstance(read_back, Mapping) else {},
+        }
+    if isinstance(op, str):
+        return {"requested": {"id": op}, "read_back": {}}
+    requested = _jsonable(op)
+    return {
+        "requested": requested if isinstance(requested, dict) else {"id": str(op)},
+        "read_back": {},
+    }
+
+
+@dataclass
+class BenchResult:
+    """One ``edge_bench.run``: warm-up, then ``len(repeats)`` measured windows of fixed work."""
+
+    label: str
+    params: dict[str, object]
+    device: str
+    items_per_call: int
+    items_requested: int
+    calls_per_repeat: int
+    repeats: list[RepeatResult]
+    warmup_s: list[float] = field(default_factory=list)
+    """Wall time of each warm-up call, s."""
+    calibration: str | None = None
+    """Why calls per repeat were raised above the requested work; None when they were not."""
+    residency: dict[str, dict[int, float]] = field(default_factory=dict)
+    temperature_start_c: dict[str, float | None] = field(default_factory=dict)
+    temperature_end_c: dict[str, float | None] = field(default_factory=dict)
+    memory_method: str = "vmhwm"
+    simulated: bool = False
+
+    # ---- shape -----------------------------------------------------------------------
+    @property
+    def items_per_repeat(self) -> int:
+        """Items actually done per repeat (more than requested after calibration)."""
+        return self.calls_per_repeat * self.items_per_call
+
+    @property
+    def calibrated(self) -> bool:
+        return self.calibration is not None
+
+    @property
+    def workload(self) -> str:
+        w = self.params.get("workload")
+        return str(getattr(w, "name", w)) if w is not None else self.label
+
+    @property
+    def batch_size(self) -> int:
+        b = self.params.get("batch_size")
+        return b if isinstance(b, int) and not isinstance(b, bool) else self.items_per_call
+
+    @property
+    def operating_point(self) -> str:
+        return _op_text(self.params.get("operating_point"))
+
+    @property
+    def windows(self) -> list[WindowResult]:
+        return [r.window for r in self.repeats]
+
+    # ---- validity --------------------------------------------------------------------
+    @property
+    def valid(self) -> bool:
+        return bool(self.repeats) and all(r.valid for r in self.repeats)
+
+    @property
+    def invalid_reason(self) -> str | None:
+        return self.validity()["reason"]
+
+    def validity(self) -> Validity:
+        return validity_of(self.windows)
+
+    # ---- metrics ---------------------------------------------------------------------
+    def metrics(self) -> dict[str, Metric]:
+        """Every metric in the report's form, per-repeat samples and their statistics."""
+        ok = self.valid
+        reps = self.repeats
+        lat = [r.latency for r in reps]
+        out: dict[str, Metric] = {
+            "energy_per_item": _metric(
+                "energy_per_item", (r.energy_per_item_j for r in reps), trusted=ok
+            ),
+            "energy_per_item_net": _metric(
+                "energy_per_item_net", (r.energy_per_item_net_j for r in reps), trusted=ok
+            ),
+            "energy_j": _metric("energy_j", (r.energy_j for r in reps), trusted=ok),
+            "energy_net_j": _metric("energy_net_j", (r.net_energy_j for r in reps), trusted=ok),
+            "latency_mean": _metric("latency_mean", (x.mean_s for x in lat if x is not None)),
+            "latency_p50": _metric("latency_p50", (x.p50_s for x in lat if x is not None)),
+            "latency_p90": _metric("latency_p90", (x.p90_s for x in lat if x is not None)),
+            "latency_p99": _metric("latency_p99", (x.p99_s for x in lat if x is not None)),
+            "throughput": _metric("throughput", (r.throughput for r in reps)),
+            "power_mean": _metric("power_mean", (r.window.total.mean_w for r in reps), trusted=ok),
+            "power_peak": _metric(
+                "power_peak",
+                (r.window.total.peak_w if r.valid else None for r in reps),
+                trusted=ok,
+            ),
+            "edp": _metric("edp", (r.edp for r in reps), trusted=ok),
+            "memory_peak": _metric("memory_peak", (r.memory_peak_bytes for r in reps)),
+        }
+        board_used = [r.board_memory_used_bytes for r in reps]
+        if any(v is not None for v in board_used):
+            out["memory_board_used"] = _metric("memory_board_used", board_used, unit="B")
+        cuda = [r.cuda_peak_bytes for r in reps]
+        if any(v is not None for v in cuda):
+            out["memory_cuda_peak"] = _metric("memory_cuda_peak", cuda, unit="B")
+        rails = reps[0].window.rails if reps else {}
+        for rail in rails:
+            out[f"energy_j.{rail}"] = _metric(
+                f"energy_j.{rail}",
+                (
+                    _finite(r.window.rails[rail].energy_j) if rail in r.window.rails else None
+                    for r in reps
+                ),
+                trusted=ok,
+                unit="J",
+            )
+        return out
+
+    def value(self, name: str) -> float | None:
+        """The headline value of metric ``name`` (None when absent or untrusted)."""
+        m = self.metrics().get(name)
+        return m["value"] if m is not None else None
+
+    @property
+    def energy_per_item_j(self) -> float | None:
+        return self.value("energy_per_item")
+
+    # ---- report pieces ---------------------------------------------------------------
+    def report_params(self) -> dict[str, Any]:
+        """``params`` for the report (JSON values; ``device`` added)."""
+        out: dict[str, Any] = {}
+        for key, value in self.params.items():
+            out[key] = _op_json(value) if key == "operating_point" else _jsonable(value)
+        if "workload" in out and out["workload"] is not None:
+            out["workload"] = self.workload
+        out.setdefault("device", self.device)
+        return out
+
+    def extra(self) -> dict[str, Any]:
+        """Free-form details: calibration, warm-up, repeats, residency, temperatures."""
+        from ..control.residency import residency_to_json
+
+        return {
+            "label": self.label,
+            "device": self.device,
+            "items_per_call": self.items_per_call,
+            "items_requested": self.items_requested,
+            "items_per_repeat": self.items_per_repeat,
+            "calls_per_repeat": self.calls_per_repeat,
+            "calibration": self.calibration,
+            "warmup_s": [_finite(x) for x in self.warmup_s],
+            "repeats": [r.to_json() for r in self.repeats],
+            "residency": residency_to_json(self.residency),
+            "temperature_c": {"start": self.temperature_start_c, "end": self.temperature_end_c},
+            "memory_method": self.memory_method,
+            "simulated": self.simulated,
+        }
+
+    def extra_info(self) -> dict[str, Any]:
+        """Flat energy figures for pytest-benchmark's ``benchmark.extra_info``."""
+        v = self.value
+        return {
+            "energy_per_item_j": v("energy_per_item"),
+            "energy_per_item_net_j": v("energy_per_item_net"),
+            "energy_j": v("energy_j"),
+            "power_mean_w": v("power_mean"),
+            "power_peak_w": v("power_peak"),
+            "edp_js": v("edp"),
+            "throughput_items_s": v("throughput"),
+            "latency_p90_s": v("latency_p90"),
+            "items_per_repeat": self.items_per_repeat,
+            "repeats": len(self.repeats),
+            "energy_valid": self.valid,
+            "energy_invalid_reason": self.invalid_reason,
+            "energy_simulated": self.simulated,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "metrics": self.metrics(),
+            "params": self.report_params(),
+            "validity": self.validity(),
+            "extra": self.extra(),
+        }
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """One measured window around e.g. model loading (``load`` vs steady state)."""
+
+    label: str
+    window: WindowResult
+    elapsed_s: float
+    """Wall time of the phase's function (``perf_counter``), s."""
+    memory_peak_bytes: int | None = None
+    device: str = "cpu"
+
+    @property
+    def valid(self) -> bool:
+        return self.window.valid
+
+    @property
+    def invalid_reason(self) -> str | None:
+        return self.window.invalid_reason
+
+    @property
+    def duration_s(self) -> float:
+        """Window duration, s."""
+        return self.window.duration_s
+
+    @property
+    def energy_j(self) -> float | None:
+        """Gross energy, J; None when the window is invalid."""
+        return _finite(self.window.total.energy_j)
+
+    @property
+    def net_energy_j(self) -> float | None:
+        return _finite(self.window.net_energy_j)
+
+    def metrics(self) -> dict[str, Metric]:
+        ok = self.valid
+        w = self.window
+        return {
+            "energy_j": _metric("energy_j", [self.energy_j], trusted=ok),
+            "energy_net_j": _metric("energy_net_j", [self.net_energy_j], trusted=ok),
+            "duration_s": _metric("duration_s", [self.duration_s], unit="s"),
+            "power_mean": _metric("power_mean", [w.total.mean_w], trusted=ok),
+            "power_peak": _metric("power_peak", [w.total.peak_w if ok else None], trusted=ok),
+            "memory_peak": _metric("memory_peak", [self.memory_peak_bytes]),
+        }
+
+    def validity(self) -> Validity:
+        return validity_of([self.window])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "valid": self.valid,
+            "invalid_reason": self.invalid_reason,
+            "energy_j": self.energy_j,
+            "net_energy_j": self.net_energy_j,
+            "duration_s": _finite(self.duration_s),
+            "elapsed_s": _finite(self.elapsed_s),
+            "memory_peak_bytes": self.memory_peak_bytes,
+            "device": self.device,
+        }
+
+
+class BenchReport(TypedDict):
+    """Everything a test's ``edge_bench`` contributes to its report entry."""
+
+    metrics: dict[str, Metric]
+    params: dict[str, Any]
+    validity: Validity | None
+    extra: dict[str, Any]
+    valid: bool
+    reason: str | None
+
+
+def _unique(label: str, taken: set[str]) -> str:
+    name, n = label, 1
+    while name in taken:
+        n += 1
+        name = f"{label}#{n}"
+    taken.add(name)
+    return name
+
+
+def merge_report(
+    results: Sequence[BenchResult],
+    phases: Sequence[PhaseResult] = (),
+    preflights: Sequence[Mapping[str, Any]] = (),
+) -> BenchReport:
+    """One test's metrics from all its runs and phases.
+
+    The first run labelled ``steady`` (the default) keeps plain metric names; every other
+    run or phase has its names prefixed ``LABEL.`` (``load.energy_j``, ``bs64.latency_p90``;
+    a repeated label gets ``#2``...). Validity covers every window of every run and phase.
+    """
+    metrics: dict[str, Metric] = {}
+    taken: set[str] = set()
+    plain_done = False
+    for r in results:
+        if r.label == "steady" and not plain_done:
+            plain_done = True
+            metrics.update(r.metrics())
+            continue
+        prefix = _unique(r.label, taken)
+        metrics.update({f"{prefix}.{k}": m for k, m in r.metrics().items()})
+    for p in phases:
+        prefix = _unique(p.label, taken)
+        metrics.update({f"{prefix}.{k}": m for k, m in p.metrics().items()})
+    windows = [w for r in results for w in r.windows] + [p.window for p in phases]
+    validity = validity_of(windows) if windows else None
+    params: dict[str, Any] = results[0].report_params() if results else {}
+    return {
+        "metrics": metrics,
+        "params": params,
+        "validity": validity,
+        "extra": {
+            "runs": [r.extra() for r in results],
+            "phases": [p.to_json() for p in phases],
+            "preflight": [dict(v) for v in preflights],
+        },
+        "valid": validity["valid"] if validity is not None else True,
+        "reason": validity["reason"] if validity is not None else None,
+    }

@@ -1,0 +1,427 @@
+"""``EdgeBench``: run a workload in energy windows, pytest-benchmark's pedantic mode for joules.
+
+``run(fn, items_per_call=16)``: ``warmup`` unmeasured calls, then ``repeats`` windows each
+doing a FIXED amount of work (``ceil(items / items_per_call)`` calls). When the warm-up shows
+a repeat would be shorter than the minimum window (``--edge-min-window-s``, and what the
+meter needs for its minimum duration and sample count), every repeat gets more calls, the
+same number for all, and the items actually done are recorded. Inside windows the garbage
+collector is off (restored afterwards, also on error); on ``cuda`` devices CUDA is
+synchronised at the window edges and after each call, so per-call latency is real.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from array import array
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+
+from .memory import (
+    FitVerdict,
+    MemInfoError,
+    ProcessPeak,
+    board_memory_used_bytes,
+    check_fits,
+)
+from .options import BenchSettings
+from .result import BenchReport, BenchResult, PhaseResult, RepeatResult, merge_report
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..meters.meter import Meter
+    from ..session import EnergySession
+
+__all__ = [
+    "CALIBRATION_MARGIN",
+    "MAX_CALLS_PER_REPEAT",
+    "PROGRESS_AFTER_S",
+    "EdgeBench",
+    "plan_calls",
+]
+
+T = TypeVar("T")
+
+CALIBRATION_MARGIN = 1.2
+"""Aim this much above the minimum window so scheduling noise does not fall below it."""
+MAX_CALLS_PER_REPEAT = 2_000_000
+"""Bounds the latency array (16 MB); a sub-microsecond call capped here may give a window
+too short for the meter, which then says INVALID."""
+MAX_KEPT_LATENCIES = 100_000
+"""Per-call latencies kept after a repeat's summary is computed (memory on a 4 GB board)."""
+PROGRESS_AFTER_S = 10.0
+"""Without ``-v``, progress lines start once a run has taken this long."""
+RESIDENCY_INTERVAL_S = 0.1
+
+
+def plan_calls(
+    base_calls: int, warmup_s: list[float], required_s: float, *, calibrate: bool = True
+) -> tuple[int, str | None]:
+    """Calls per repeat and why they exceed ``base_calls`` (None when they do not).
+
+    The per-call time is the FASTEST warm-up call (the first call is often slow: caches,
+    kernel selection), which errs towards longer windows. No warm-up: no calibration.
+    """
+    if not calibrate or not warmup_s or required_s <= 0:
+        return base_calls, None
+    per_call_s = max(min(warmup_s), 1e-9)
+    target_s = required_s * CALIBRATION_MARGIN
+    if base_calls * per_call_s >= target_s:
+        return base_calls, None
+    calls = min(math.ceil(target_s / per_call_s), MAX_CALLS_PER_REPEAT)
+    if calls <= base_calls:
+        return base_calls, None
+    why = (
+        f"{base_calls} calls would take ~{base_calls * per_call_s:.3g} s < minimum window "
+        f"{required_s:.3g} s: {calls} calls per repeat (warm-up call {per_call_s:.3g} s)"
+    )
+    return calls, why
+
+
+def _cuda(device: str) -> bool:
+    return device.startswith("cuda")
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def _temperatures(root: Path | None) -> dict[str, float | None]:
+    if root is None:
+        return {}
+    from ..board.knobs import read_thermal_zones
+
+    return {(z.type or z.zone): z.temp_c for z in read_thermal_zones(root)}
+
+
+def _positive_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"edge_bench: {name} must be a whole number >= {minimum}, got {value!r}")
+    return value
+
+
+class EdgeBench:
+    """The ``edge_bench`` fixture's object: energy benchmarks of one test."""
+
+    def __init__(
+        self,
+        session: EnergySession,
+        nodeid: str,
+        settings: BenchSettings,
+        *,
+        benchmark_fixture: object | None = None,
+        progress: Callable[[str], None] | None = None,
+        progress_always: bool = False,
+    ) -> None:
+        """``progress`` receives one line per repeat: always with ``progress_always``
+        (``-v``), else once a run has taken :data:`PROGRESS_AFTER_S`."""
+        self._session = session
+        self.nodeid = nodeid
+        self.settings = settings
+        self._benchmark = benchmark_fixture
+        self._progress = progress
+        self._progress_always = progress_always
+        self._results: list[BenchResult] = []
+        self._phases: list[PhaseResult] = []
+        self._preflights: list[FitVerdict] = []
+        self._peak = ProcessPeak()
+
+    # ---- what was measured -----------------------------------------------------------
+    @property
+    def results(self) -> list[BenchResult]:
+        return list(self._results)
+
+    @property
+    def phases(self) -> list[PhaseResult]:
+        return list(self._phases)
+
+    @property
+    def preflights(self) -> list[FitVerdict]:
+        return list(self._preflights)
+
+    @property
+    def valid(self) -> bool:
+        """True when every window of every run and phase is valid."""
+        return self.report()["valid"]
+
+    def report(self) -> BenchReport:
+        """Metrics, params, validity and extra for the test's report entry."""
+        return merge_report(self._results, self._phases, [v.to_json() for v in self._preflights])
+
+    # ---- plumbing --------------------------------------------------------------------
+    def _meter(self) -> Meter:
+        self._session.open()
+        meter = self._session.meter
+        if meter is None:
+            raise RuntimeError("edge_bench: the energy session has no meter after open()")
+        return meter
+
+    def _root(self) -> Path | None:
+        board = self._session.board
+        return board.root if board is not None else None
+
+    def _required_s(self, meter: Meter, min_window_s: float) -> float:
+        """The shortest repeat worth measuring: the bench minimum and the meter's rules."""
+        samples_s = (meter.rules.min_samples + 1) * meter.interval_s
+        return max(min_window_s, meter.min_duration_s, samples_s)
+
+    def _emit(self, line: str, started: float) -> None:
+        if self._progress is None:
+            return
+        if self._progress_always or time.perf_counter() - started >= PROGRESS_AFTER_S:
+            self._progress(line)
+
+    # ---- benchmarks ------------------------------------------------------------------
+    def run(
+        self,
+        fn: Callable[[], object],
+        *,
+        items_per_call: int,
+        label: str = "steady",
+        params: dict[str, object] | None = None,
+        device: str = "cpu",
+        warmup: int | None = None,
+        setup: Callable[[], object] | None = None,
+        repeats: int | None = None,
+        items: int | None = None,
+        min_window_s: float | None = None,
+        calibrate: bool = True,
+    ) -> BenchResult:
+        """Warm up, then measure ``repeats`` windows of fixed work; see the module docstring.
+
+        ``setup`` runs (unmeasured) before the warm-up and before each repeat's window.
+        ``repeats``, ``items``, ``min_window_s`` override the session's settings for this
+        run; ``calibrate=False`` keeps exactly the requested work even when windows get
+        too short (they are then reported INVALID by the meter).
+        """
+        _positive_int("items_per_call", items_per_call, 1)
+        s = self.settings
+        n_items = _positive_int(
+            "items", items if items is not None else s.items_for(items_per_call), 1
+        )
+        n_repeats = _positive_int("repeats", repeats if repeats is not None else s.repeats, 1)
+        n_warmup = _positive_int("warmup", warmup if warmup is not None else s.warmup, 0)
+        window_s = s.min_window_s if min_window_s is None else min_window_s
+        if not (math.isfinite(window_s) and window_s >= 0):
+            raise ValueError(
+                f"edge_bench: min_window_s must be a finite number >= 0, got {window_s!r}"
+            )
+        if not isinstance(device, str) or not device:
+            raise ValueError(
+                f"edge_bench: device must be a name like 'cpu' or 'cuda', got {device!r}"
+            )
+        cuda = _cuda(device)
+        meter = self._meter()
+        root = self._root()
+
+        if setup is not None and n_warmup:
+            setup()
+        warm_s = self._warmup(fn, n_warmup, cuda)
+        base_calls = math.ceil(n_items / items_per_call)
+        calls, why = plan_calls(
+            base_calls, warm_s, self._required_s(meter, window_s), calibrate=calibrate
+        )
+
+        from ..control.residency import ResidencySampler
+
+        temps_start = _temperatures(root)
+        residency: ResidencySampler | None = None
+        if self._session.board is not None:
+            residency = ResidencySampler(self._session.board, interval_s=RESIDENCY_INTERVAL_S)
+            residency.start()
+        reps: list[RepeatResult] = []
+        started = time.perf_counter()
+        try:
+            for i in range(n_repeats):
+                if setup is not None:
+                    setup()
+                rep = self._repeat(
+                    fn, calls, items_per_call, f"{label} {i + 1}/{n_repeats}", i, cuda, root
+                )
+                reps.append(rep)
+                self._emit(self._progress_line(label, rep, n_repeats), started)
+        finally:
+            res = residency.stop() if residency is not None else {}
+        result = BenchResult(
+            label=label,
+            params=dict(params or {}),
+            device=device,
+            items_per_call=items_per_call,
+            items_requested=n_items,
+            calls_per_repeat=calls,
+            repeats=reps,
+            warmup_s=warm_s,
+            calibration=why,
+            residency=res,
+            temperature_start_c=temps_start,
+            temperature_end_c=_temperatures(root),
+            memory_method="vmhwm" if self._peak.resettable else "rss-delta",
+            simulated=self._session.simulated,
+        )
+        self._results.append(result)
+        self._fill_extra_info(result)
+        return result
+
+    def _warmup(self, fn: Callable[[], object], n: int, cuda: bool) -> list[float]:
+        perf = time.perf_counter
+        times: list[float] = []
+        for _ in range(n):
+            t0 = perf()
+            fn()
+            if cuda:
+                _torch().cuda.synchronize()
+            times.append(perf() - t0)
+        return times
+
+    def _repeat(
+        self,
+        fn: Callable[[], object],
+        calls: int,
+        items_per_call: int,
+        window_label: str,
+        index: int,
+        cuda: bool,
+        root: Path | None,
+    ) -> RepeatResult:
+        torch = _torch() if cuda else None
+        peak = self._peak
+        reset = peak.reset()
+        rss_before = peak.rss_bytes()
+        if torch is not None:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        lat = array("d")
+        append = lat.append
+        perf = time.perf_counter
+        gc_was_enabled = gc.isenabled()
+        gc.collect()  # collect the previous repeat's garbage outside the window
+        gc.disable()
+        try:
+            with self._session.window(self.nodeid, window_label) as w:
+                if torch is None:
+                    for _ in range(calls):
+                        t0 = perf()
+                        fn()
+                        append(perf() - t0)
+                else:
+                    sync = torch.cuda.synchronize
+                    for _ in range(calls):
+                        t0 = perf()
+                        fn()
+                        sync()
+                        append(perf() - t0)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        if reset:
+            mem_peak = peak.peak_bytes()
+        else:
+            rss_after = peak.rss_bytes()
+            mem_peak = (
+                max(rss_after - rss_before, 0)
+                if rss_after is not None and rss_before is not None
+                else None
+            )
+        rep = RepeatResult(
+            index=index,
+            calls=calls,
+            items=calls * items_per_call,
+            window=w.result,
+            latencies_s=lat,
+            memory_peak_bytes=mem_peak,
+            board_memory_used_bytes=board_memory_used_bytes(root) if root is not None else None,
+            cuda_peak_bytes=int(torch.cuda.max_memory_allocated()) if torch is not None else None,
+        )
+        if rep.latency is not None and len(lat) > MAX_KEPT_LATENCIES:
+            rep.latencies_s = ()  # the summary is computed; the raw values would cost memory
+        return rep
+
+    def _progress_line(self, label: str, rep: RepeatResult, n: int) -> str:
+        e = rep.energy_per_item_j
+        tp = rep.throughput
+        energy = f"{e:.4g} J/item" if e is not None else "- J/item"
+        rate = f"{tp:.4g} items/s" if tp is not None else "- items/s"
+        state = "valid" if rep.valid else f"INVALID: {rep.window.invalid_reason}"
+        return (
+            f"edge_bench {self.nodeid} [{label}] repeat {rep.index + 1}/{n}: {rep.items} items "
+            f"in {rep.duration_s:.3f} s, {energy}, {rate}, {state}"
+        )
+
+    def _fill_extra_info(self, result: BenchResult) -> None:
+        extra = getattr(self._benchmark, "extra_info", None)
+        if not isinstance(extra, dict):
+            return
+        prefix = "" if result.label == "steady" else f"{result.label}."
+        for key, value in result.extra_info().items():
+            extra[prefix + key] = value
+
+    def phase(
+        self, label: str, fn: Callable[[], T], *, device: str = "cpu"
+    ) -> tuple[T, PhaseResult]:
+        """Run ``fn`` once inside one energy window (e.g. model loading) and return its value.
+
+        Garbage collection is off inside the window like in :meth:`run`; a phase shorter
+        than the meter's minimum is reported INVALID, never as 0 J.
+        """
+        cuda = _cuda(device)
+        self._meter()
+        peak = self._peak
+        reset = peak.reset()
+        torch = _torch() if cuda else None
+        if torch is not None:
+            torch.cuda.synchronize()
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            with self._session.window(self.nodeid, label) as w:
+                t0 = time.perf_counter()
+                value = fn()
+                if torch is not None:
+                    torch.cuda.synchronize()
+                elapsed = time.perf_counter() - t0
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        result = PhaseResult(
+            label=label,
+            window=w.result,
+            elapsed_s=elapsed,
+            memory_peak_bytes=peak.peak_bytes() if reset else None,
+            device=device,
+        )
+        self._phases.append(result)
+        extra = getattr(self._benchmark, "extra_info", None)
+        if isinstance(extra, dict):
+            extra[f"{label}.energy_j"] = result.energy_j
+            extra[f"{label}.energy_valid"] = result.valid
+        return value, result
+
+    # ---- memory pre-flight -----------------------------------------------------------
+    def preflight(
+        self, *, estimate_bytes: int, what: str, margin_bytes: int | None = None
+    ) -> FitVerdict:
+        """Skip the test (``pytest.skip``) when ``estimate_bytes`` will not fit in the board's
+        MemAvailable less the margin; the verdict is recorded either way. A board without
+        readable meminfo is recorded as not checked and the test goes on."""
+        root = self._root()
+        if root is None:
+            self._session.open()
+            root = self._root()
+        try:
+            if root is None:
+                raise MemInfoError("no board root: the energy session has no board")
+            verdict = check_fits(estimate_bytes, root, margin_bytes, what=what)
+        except MemInfoError as e:
+            verdict = FitVerdict(
+                what, True, int(estimate_bytes), None, int(margin_bytes or 0), False, str(e)
+            )
+        self._preflights.append(verdict)
+        if not verdict.fits:
+            pytest.skip(f"memory pre-flight: {verdict.reason}")
+        return verdict

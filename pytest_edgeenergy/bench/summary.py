@@ -1,0 +1,75 @@
+"""The benchmark table of the terminal summary: one row per ``edge_bench.run``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .result import BenchResult
+
+__all__ = ["SUMMARY_HEADER", "format_rows", "summary_rows"]
+
+SUMMARY_HEADER = (
+    "workload",
+    "batch",
+    "operating point",
+    "J/item",
+    "latency p90",
+    "items/s",
+    "validity",
+)
+
+
+def _si(x: float | None, unit: str) -> str:
+    """``0.0123`` J -> ``12.30 mJ``: three significant-ish digits with an SI prefix."""
+    if x is None:
+        return "-"
+    for scale, prefix in ((1.0, ""), (1e-3, "m"), (1e-6, "u")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g} {prefix}{unit}"
+    return f"{x / 1e-9:.3g} n{unit}"
+
+
+def _energy(j: float | None) -> str:
+    return _si(j, "J")
+
+
+def _latency(s: float | None) -> str:
+    return _si(s, "s")
+
+
+def _rate(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def summary_rows(results: Iterable[BenchResult], *, header: bool = True) -> list[tuple[str, ...]]:
+    """Rows of (workload, batch, operating point, J/item, latency p90, items/s, validity);
+    the header first unless ``header=False``. An invalid run shows ``INVALID: reason``."""
+    rows: list[tuple[str, ...]] = [SUMMARY_HEADER] if header else []
+    for r in results:
+        m = r.metrics()
+        rows.append(
+            (
+                r.workload,
+                str(r.batch_size),
+                r.operating_point,
+                _energy(m["energy_per_item"]["value"]),
+                _latency(m["latency_p90"]["value"]),
+                _rate(m["throughput"]["value"]),
+                "valid" if r.valid else f"INVALID: {r.invalid_reason}",
+            )
+        )
+    return rows
+
+
+def format_rows(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows as aligned text lines (the last column is not padded)."""
+    if not rows:
+        return []
+    width = len(rows[0])
+    widths = [max(len(r[i]) for r in rows) for i in range(width - 1)]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+        for r in rows
+    ]
