@@ -11,10 +11,16 @@ POWER_MODE ?= 15W
 
 .PHONY: run test lint bench clean
 
+# torch/torchvision: kept if already importable (on a Jetson: NVIDIA's wheels); otherwise
+# installed straight from PyPI with any local wheel folder switched off, because a CPU-only
+# torch from a local folder does not match PyPI's torchvision.
+TORCH_SPEC ?= torch==2.13.0 torchvision==0.28.0
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,lint,analysis]'
+	$(BIN)/python -c 'import torch, torchvision' 2>/dev/null || \
+	    PIP_FIND_LINKS= $(BIN)/python -m pip install --isolated -q $(TORCH_SPEC)
+	$(BIN)/python -m pip install -q -e '.[test,lint,analysis,suites]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
