@@ -61,17 +61,29 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--source", choices=SOURCES, default="auto")
     m.add_argument("--json", action="store_true", help="machine-readable output")
 
-    t = sub.add_parser("tegrastats-energy", help="integrate a tegrastats log", add_help=False)
-    t.add_argument("rest", nargs=argparse.REMAINDER)
-    cmp = sub.add_parser("compare", help="compare reports, gate regressions", add_help=False)
-    cmp.add_argument("rest", nargs=argparse.REMAINDER)
+    # Listed for --help; main() hands their arguments to their own parsers.
+    sub.add_parser("tegrastats-energy", help="integrate a tegrastats log (see its --help)")
+    sub.add_parser("compare", help="compare reports, gate regressions (see its --help)")
     return p
 
 
+def _passthrough(command: str, rest: list[str]) -> int:
+    """Commands with parsers of their own get their arguments untouched (``--help`` too)."""
+    if command == "compare":
+        from .report.compare import compare_main
+
+        return compare_main(rest)
+    from .meters.tegrastats import tegrastats_energy_main
+
+    return tegrastats_energy_main(rest)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _dispatch(args)
+        if argv and argv[0] in ("compare", "tegrastats-energy"):
+            return _passthrough(argv[0], argv[1:])
+        return _dispatch(_parser().parse_args(argv))
     except BrokenPipeError:  # output piped into `head`: not an error of ours
         sys.stderr.close()
         return 0
@@ -89,14 +101,6 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _restore(args) if args.action == "restore" else _board(args)
     if args.command == "measure":
         return _measure(args)
-    if args.command == "tegrastats-energy":
-        from .meters.tegrastats import tegrastats_energy_main
-
-        return tegrastats_energy_main(list(args.rest))
-    if args.command == "compare":
-        from .report.compare import compare_main
-
-        return compare_main(list(args.rest))
     raise CliError(f"unknown command {args.command!r}")
 
 
@@ -151,10 +155,19 @@ def _board_text(data: dict[str, Any]) -> str:
     )
     lines.append("rails:")
     for r in data["rails"]:
-        lines.append(f"  {r['name']:<20} {'(total)' if r['is_total'] else ''}")
+        where = (
+            f"{r.get('chip', '')} {r.get('layout', '')} {r.get('device', '')} ch{r.get('channel')}"
+        )
+        lines.append(
+            f"  {r['name']:<20} {where:<28} {r.get('unit', '')}"
+            + ("  (total)" if r["is_total"] else "")
+        )
     modes = data.get("power_modes") or []
     if modes:
         lines.append("power modes: " + ", ".join(f"{m['id']} {m['name']}" for m in modes))
+    current = data.get("current_power_mode")
+    if current:
+        lines.append(f"current power mode: {current['id']} {current['name']}")
     return "\n".join(lines)
 
 

@@ -212,3 +212,15 @@ def test_tegrastats_energy_missing_file_is_exit_2(
     assert code == 2
     assert str(missing) in err
     assert out == ""
+
+
+@pytest.mark.parametrize("command", ["compare", "tegrastats-energy"])
+def test_passthrough_commands_answer_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_edgeenergy.cli import main
+
+    try:
+        code = main([command, "--help"])
+    except SystemExit as exc:  # argparse's own exit
+        code = int(exc.code or 0)
+    assert code == 0
+    assert f"usage: edgeenergy {command}" in capsys.readouterr().out
