@@ -17,7 +17,7 @@ from pytest_edgeenergy.board.detect import (
 )
 from pytest_edgeenergy.board.nvpmodel import parse_conf
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "samples"
+SAMPLES = Path(__file__).resolve().parent / "shared" / "reference" / "samples"
 
 ORIN_NANO_CONF = """\
 < PARAM TYPE=CLOCK NAME=GPU >

@@ -19,7 +19,7 @@ from pytest_edgeenergy.board.identity import (
     split_nul_strings,
 )
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "samples"
+SAMPLES = Path(__file__).resolve().parent / "shared" / "reference" / "samples"
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:

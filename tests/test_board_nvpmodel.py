@@ -21,7 +21,7 @@ from pytest_edgeenergy.board.nvpmodel import (
     parse_query,
 )
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "samples"
+SAMPLES = Path(__file__).resolve().parent / "shared" / "reference" / "samples"
 
 
 def sample(name: str) -> str:

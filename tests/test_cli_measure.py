@@ -19,7 +19,7 @@ from pytest_edgeenergy.sim.tree import create
 from pytest_edgeenergy.sim.truth import read_truth
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "edgeenergy"
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parent / "shared"
 SAMPLES = SHARED / "reference" / "samples"
 TEGRASTATS_SAMPLE = SAMPLES / "tegrastats_orin-nano_jp6.txt"
 

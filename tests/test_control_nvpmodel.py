@@ -25,7 +25,7 @@ from pytest_edgeenergy.control.state import STATE_IN_ROOT, Session
 from pytest_edgeenergy.control.steps import ToolResult
 from pytest_edgeenergy.control.values import UnknownMode
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "samples"
+SAMPLES = Path(__file__).resolve().parent / "shared" / "reference" / "samples"
 needs_samples = pytest.mark.skipif(
     not SAMPLES.is_dir(), reason=f"reference samples not found at {SAMPLES}"
 )

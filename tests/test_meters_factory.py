@@ -12,7 +12,7 @@ from pytest_edgeenergy.meters.ina import InaSource
 from pytest_edgeenergy.meters.meter import Meter
 from pytest_edgeenergy.meters.source import SourceUnavailable
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parent / "shared"
 AGX_ORIN_RAILS = SHARED / "reference" / "samples" / "ina3221_agx-orin_rails.md"
 DRIVERS = "sys/bus/i2c/drivers/ina3221"
 

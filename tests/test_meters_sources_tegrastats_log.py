@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pytest_edgeenergy.meters.tegrastats import integrate_log, tegrastats_energy_main
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "samples"
+SAMPLES = Path(__file__).resolve().parent / "shared" / "reference" / "samples"
 CONTRACT_KEYS = {
     "seconds",
     "interval_ms",

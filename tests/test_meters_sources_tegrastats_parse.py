@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pytest_edgeenergy.meters.tegrastats import TegrastatsSample, parse_line
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "samples"
+SAMPLES = Path(__file__).resolve().parent / "shared" / "reference" / "samples"
 
 
 def sample_lines(name: str) -> list[str]:

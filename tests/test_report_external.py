@@ -24,7 +24,7 @@ from pytest_edgeenergy.report.external import (
 )
 from pytest_edgeenergy.report.load import LONG_COLUMNS, ReportError
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parent / "shared"
 CSV = SHARED / "data" / "jetson_gpufreq_batch_profiling_loudva.csv"
 
 pytestmark = pytest.mark.skipif(not CSV.exists(), reason=f"shared data not found at {CSV}")

@@ -20,7 +20,7 @@ from pytest_edgeenergy.sim.runner import LOAD_OVERRIDE, Animator
 from pytest_edgeenergy.sim.shims import _Tegrastats, jetson_clocks, nvpmodel
 from pytest_edgeenergy.sim.tree import create
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "samples"
+SAMPLES = Path(__file__).resolve().parent / "shared" / "reference" / "samples"
 GPU_JP6 = "sys/devices/platform/17000000.gpu/devfreq_dev"
 
 

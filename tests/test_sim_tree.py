@@ -18,7 +18,7 @@ from pytest_edgeenergy.sim.runner import Animator
 from pytest_edgeenergy.sim.tree import TreeNotEmpty, create
 from pytest_edgeenergy.sim.truth import read_truth
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parent / "shared"
 
 # Rails per board as the project's reference table names them (NC channels included).
 EXPECTED_CHANNELS = {
