@@ -161,7 +161,7 @@ class EnergySession:
         root = Path(tempfile.mkdtemp(prefix=f"edgeenergy-sim-{model}-"))
         self._stack.callback(shutil.rmtree, root, True)
         create(model, root)
-        proc: AbstractContextManager[Any] = SimProcess(root)
+        proc: AbstractContextManager[Any] = SimProcess(root, owns_tree=True)
         self._stack.enter_context(proc)
         return root
 

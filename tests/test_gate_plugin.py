@@ -126,3 +126,80 @@ def test_report_holds_bench_metrics(pytester: pytest.Pytester, tmp_path: Path) -
     epi = entry["metrics"]["energy_per_item"]
     assert epi["unit"] == "J/item" and len(epi["samples"]) == 6 and epi["value"] > 0
     assert {"latency_p90", "throughput", "edp"} <= set(entry["metrics"])
+
+
+def test_pytest_killed_mid_run_leaves_a_valid_report(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from pytest_edgeenergy.report.load import load_report
+
+    ready = tmp_path / "ready"
+    pytester.makepyfile(
+        test_k=f"""
+import time, zlib
+from pathlib import Path
+
+def test_a(energy):
+    with energy.window():
+        time.sleep(0.2)
+
+def test_b(energy):
+    with energy.window():
+        zlib.compress(b"x" * 10_000_000)
+        time.sleep(0.1)
+
+def test_c(energy):
+    Path({str(ready)!r}).write_text("now")
+    time.sleep(60)
+"""
+    )
+    report = tmp_path / "killed.json"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--edge-board=sim:xavier-nx",
+            f"--edge-report={report}",
+            "--edge-idle-s=0.2",
+            "-p",
+            "no:cacheprovider",
+            "test_k.py",
+        ],
+        cwd=pytester.path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+    # The virtual board's animator notices its parent is gone, stops, removes its tree.
+    def orphans() -> list[str]:
+        found = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                args = cmdline.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"--parent-pid" in args and str(proc.pid).encode() in args:
+                found.append(args[args.index(b"run") + 1].decode())
+        return found
+
+    trees = orphans()
+    deadline = time.monotonic() + 10
+    while orphans() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert orphans() == []
+    assert not any(Path(t).exists() for t in trees)
+    data = load_report(report)  # validates against the schema
+    assert [t["id"].rsplit("::", 1)[-1] for t in data["tests"]] == ["test_a", "test_b"]
+    assert all(t["metrics"]["energy_j"]["value"] > 0 for t in data["tests"])
+    assert data["finished_at"] is None and data["simulated"] is True

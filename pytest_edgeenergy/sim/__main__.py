@@ -21,6 +21,14 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument("root", type=Path)
     run_p.add_argument("--seconds", type=float, default=None, help="stop after S seconds")
     run_p.add_argument("--seed", type=int, default=None, help="noise seed (reproducible runs)")
+    run_p.add_argument(
+        "--parent-pid", type=int, default=None, help="stop when this parent process is gone"
+    )
+    run_p.add_argument(
+        "--remove-when-orphaned",
+        action="store_true",
+        help="with --parent-pid: delete the tree when the parent died (a temporary board)",
+    )
     create_p = sub.add_parser("create", help="write a virtual board tree and exit")
     create_p.add_argument("model", help=f"one of: {', '.join(MODEL_NAMES)}")
     create_p.add_argument("root", type=Path)
@@ -46,7 +54,14 @@ def main(argv: list[str] | None = None) -> int:
 
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGINT, _stop)
-        run(args.root, stop=stop, duration_s=args.seconds, seed=args.seed)
+        run(
+            args.root,
+            stop=stop,
+            duration_s=args.seconds,
+            seed=args.seed,
+            parent_pid=args.parent_pid,
+            remove_when_orphaned=args.remove_when_orphaned,
+        )
         return 0
     except (ValueError, NotAVirtualBoard, SimAlreadyRunning, TreeNotEmpty) as exc:
         print(f"edgeenergy sim: {exc}", file=sys.stderr)

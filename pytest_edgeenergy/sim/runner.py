@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -443,11 +444,16 @@ def run(
     stop: threading.Event | None = None,
     duration_s: float | None = None,
     seed: int | None = None,
+    parent_pid: int | None = None,
+    remove_when_orphaned: bool = False,
 ) -> None:
     """Animate the virtual board under ``root`` until ``stop`` is set or ``duration_s`` passed.
 
     Ticks every ``update_interval_ms`` of the tree's marker; a late tick is not made up
-    (no bursts). Raises :class:`NotAVirtualBoard` or :class:`SimAlreadyRunning`.
+    (no bursts). With ``parent_pid`` it also stops when that process is gone (a SIGKILLed
+    pytest must not leave a simulator behind) and then, with ``remove_when_orphaned``,
+    deletes the tree it animated. Raises :class:`NotAVirtualBoard` or
+    :class:`SimAlreadyRunning`.
     """
     if duration_s is not None and duration_s < 0:
         raise ValueError(f"duration_s must be >= 0 seconds, got {duration_s}")
@@ -457,11 +463,18 @@ def run(
         start = time.monotonic()
         end = start + duration_s if duration_s is not None else None
         next_t = start
+        next_parent_check = start
+        orphaned = False
         while stop is None or not stop.is_set():
             animator.tick()
             now = time.monotonic()
             if end is not None and now >= end:
                 break
+            if parent_pid is not None and now >= next_parent_check:
+                next_parent_check = now + PARENT_CHECK_S
+                if os.getppid() != parent_pid:
+                    orphaned = True
+                    break
             next_t += interval
             if next_t < now:
                 next_t = now
@@ -475,6 +488,12 @@ def run(
                 time.sleep(wait)
     finally:
         animator.close()
+    if orphaned and remove_when_orphaned:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+PARENT_CHECK_S = 0.2
+"""How often an animating child checks that the process that started it still exists."""
 
 
 class SimProcess:
@@ -491,8 +510,10 @@ class SimProcess:
         start_timeout_s: float = 20.0,
         stop_timeout_s: float = 5.0,
         seconds: float | None = None,
+        owns_tree: bool = False,
     ) -> None:
         self.root = Path(root)
+        self.owns_tree = owns_tree
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.seconds = seconds
@@ -511,6 +532,9 @@ class SimProcess:
         cmd = [sys.executable, "-m", "pytest_edgeenergy.sim", "run", str(self.root)]
         if self.seconds is not None:
             cmd += ["--seconds", str(self.seconds)]
+        cmd += ["--parent-pid", str(os.getpid())]
+        if self.owns_tree:
+            cmd.append("--remove-when-orphaned")
         return cmd
 
     def start(self) -> None:
