@@ -106,6 +106,7 @@ def test_entry(rec: TestEnergy) -> dict[str, Any]:
     from .report.model import build_operating_point, build_params, build_result
 
     params = dict(rec.params)
+    params.pop("operating_point", None)  # rec.operating_point holds requested and read-back
     point = rec.operating_point
     op = build_operating_point(point["requested"], point["read_back"]) if point else None
     extra: dict[str, Any] | None = dict(rec.extra) or None

@@ -137,6 +137,11 @@ class EnergySession:
         if ctl is not None:
             ctl.close()
 
+    @property
+    def current_point(self) -> OperatingPoint | None:
+        """The operating point pinned now (None before any test asked for one)."""
+        return self._point
+
     def apply_point(self, point: OperatingPoint) -> ApplyResult:
         """Pin ``point`` unless it is already pinned; measure idle power there once."""
         assert self.control is not None

@@ -36,7 +36,16 @@ def board_line(es: EnergySession) -> str:
 def summary_lines(es: EnergySession) -> list[str]:
     """The energy table printed after the test session."""
     rows = [("test", "window", "status", "s", "energy J", "net J", "mean W", "samples", "valid")]
+    benched = skipped = 0
     for rec in es.tests.values():
+        if rec.metrics is not None:  # edge_bench tests: see the benchmark table
+            benched += 1
+            continue
+        if not rec.windows:
+            skipped += rec.status == "skipped"
+            if rec.status not in ("skipped", None):
+                rows.append((rec.nodeid, "-", rec.status, "-", "-", "-", "-", "0", "-"))
+            continue
         flags = _point_flags(rec.operating_point)
         for w in rec.windows:
             rows.append(
@@ -52,12 +61,17 @@ def summary_lines(es: EnergySession) -> list[str]:
                     ("yes" if w.valid else f"INVALID: {w.invalid_reason}") + flags,
                 )
             )
-        if not rec.windows:
-            rows.append((rec.nodeid, "-", rec.status or "-", "-", "-", "-", "-", "0", "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     out = [board_line(es)]
-    for r in rows:
-        out.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    if len(rows) > 1:
+        for r in rows:
+            out.append(
+                "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1]
+            )
+    if benched:
+        out.append(f"{benched} tests measured with edge_bench: see the benchmark table below")
+    if skipped:
+        out.append(f"{skipped} tests skipped before measuring (reasons: pytest -rs)")
     if es.point_order:
         out.append("operating points in run order: " + " -> ".join(es.point_order))
     if es.report_path is not None:

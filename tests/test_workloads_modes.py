@@ -186,3 +186,21 @@ def test_eager_is_identity_and_compile_is_lazy() -> None:
         pytest.skip("no C++ compiler for torch.compile")
     compiled, facts = to_graph_mode(model, "compile", ())  # type: ignore[arg-type]
     assert callable(compiled) and compiled is not model and "compile" in facts
+
+
+def test_importing_the_workload_modules_does_not_import_torch() -> None:
+    import subprocess
+    import sys
+
+    modules = [
+        "detection", "errors", "grid", "inference", "jpeg_cache", "local_files",
+        "memory_estimate", "modes", "nlp", "registry", "training", "vision",
+    ]  # fmt: skip
+    code = (
+        "import sys\n"
+        + "".join(f"import pytest_edgeenergy.workloads.{m}\n" for m in modules)
+        + "heavy = [m for m in ('torch', 'torchvision', 'transformers', 'numpy', 'PIL')"
+        " if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

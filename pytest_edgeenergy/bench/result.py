@@ -511,8 +511,18 @@ def merge_report(
     for p in phases:
         prefix = _unique(p.label, taken)
         metrics.update({f"{prefix}.{k}": m for k, m in p.metrics().items()})
-    windows = [w for r in results for w in r.windows] + [p.window for p in phases]
+    # The steady-state runs decide validity; a phase (a single, often short, load window)
+    # that is too short only loses its own figures (null) and is named in the reason.
+    run_windows = [w for r in results for w in r.windows]
+    windows = run_windows or [p.window for p in phases]
     validity = validity_of(windows) if windows else None
+    bad_phases = [p for p in phases if not p.window.valid] if run_windows else []
+    if validity is not None and bad_phases:
+        note = "; ".join(f"{p.label} phase: {p.window.invalid_reason}" for p in bad_phases)
+        validity = {
+            **validity,
+            "reason": f"{validity['reason']}; {note}" if validity["reason"] else note,
+        }
     params: dict[str, Any] = results[0].report_params() if results else {}
     return {
         "metrics": metrics,

@@ -15,7 +15,7 @@ import gc
 import math
 import time
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
@@ -155,6 +155,14 @@ class EdgeBench:
         return merge_report(self._results, self._phases, [v.to_json() for v in self._preflights])
 
     # ---- plumbing --------------------------------------------------------------------
+    def _with_point(self, params: Mapping[str, object] | None) -> dict[str, object]:
+        """The run's params, with the id of the operating point pinned for this test."""
+        out = dict(params or {})
+        point = self._session.current_point
+        if "operating_point" not in out and point is not None:
+            out["operating_point"] = point.id
+        return out
+
     def _meter(self) -> Meter:
         self._session.open()
         meter = self._session.meter
@@ -250,7 +258,7 @@ class EdgeBench:
             res = residency.stop() if residency is not None else {}
         result = BenchResult(
             label=label,
-            params=dict(params or {}),
+            params=self._with_point(params),
             device=device,
             items_per_call=items_per_call,
             items_requested=n_items,

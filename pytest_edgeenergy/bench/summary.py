@@ -10,6 +10,7 @@ __all__ = ["SUMMARY_HEADER", "format_rows", "summary_rows"]
 
 SUMMARY_HEADER = (
     "workload",
+    "config",
     "batch",
     "operating point",
     "J/item",
@@ -44,14 +45,18 @@ def _rate(x: float | None) -> str:
 
 
 def summary_rows(results: Iterable[BenchResult], *, header: bool = True) -> list[tuple[str, ...]]:
-    """Rows of (workload, batch, operating point, J/item, latency p90, items/s, validity);
+    """Rows of (workload, config (graph mode/precision/device), batch, operating point,
+    J/item, latency p90, items/s, validity);
     the header first unless ``header=False``. An invalid run shows ``INVALID: reason``."""
     rows: list[tuple[str, ...]] = [SUMMARY_HEADER] if header else []
     for r in results:
         m = r.metrics()
+        parts = (r.params.get("graph_mode"), r.params.get("precision"), r.params.get("device"))
+        config = "/".join(str(x) for x in (*parts[:2], parts[2] or r.device) if x)
         rows.append(
             (
                 r.workload,
+                config or "-",
                 str(r.batch_size),
                 r.operating_point,
                 _energy(m["energy_per_item"]["value"]),

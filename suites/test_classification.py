@@ -1,0 +1,66 @@
+"""Image classification inference: AlexNet, ResNet-18 and MobileNet-V2 on 3x224x224 images.
+
+Grid: workload x graph mode (eager, torchscript, compile) x precision (fp32, fp16, int8) x
+device (cpu, cuda), times the batch sizes and operating points the options ask for. A
+combination that cannot run here is skipped with its reason. ``load`` is its own energy
+window (build, local weights, conversion, first call); then the steady state is measured.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+pytest.importorskip("torch", reason="the benchmark suites need torch (pip install torch)")
+pytest.importorskip("torchvision", reason="classification needs torchvision")
+
+from pytest_edgeenergy.workloads.grid import (
+    COMBINATION_ARGS,
+    combination_params,
+    is_quick,
+    phase_or_skip,
+    skip_unless_runnable,
+)
+from pytest_edgeenergy.workloads.inference import load_inference
+from pytest_edgeenergy.workloads.memory_estimate import estimate_workload_bytes
+from pytest_edgeenergy.workloads.vision import NUM_CLASSES
+
+if TYPE_CHECKING:
+    from pytest_edgeenergy.bench.runner import EdgeBench
+
+
+@pytest.mark.parametrize(COMBINATION_ARGS, combination_params("classification"))
+def test_classification(
+    edge_bench: EdgeBench,
+    operating_point: object,
+    batch_size: int,
+    workload: str,
+    graph_mode: str,
+    precision: str,
+    device: str,
+    edge_weights_dir: Path | None,
+) -> None:
+    skip_unless_runnable(workload, graph_mode, precision, device, quick=is_quick(edge_bench))
+    edge_bench.preflight(
+        estimate_bytes=estimate_workload_bytes(
+            workload, batch_size, precision=precision, device=device
+        ),
+        what=f"{workload} bs{batch_size} {precision} {graph_mode} on {device}",
+    )
+    model = phase_or_skip(
+        edge_bench,
+        "load",
+        lambda: load_inference(
+            workload,
+            graph_mode=graph_mode,
+            precision=precision,
+            device=device,
+            batch_size=batch_size,
+            weights_dir=edge_weights_dir,
+        ),
+        device,
+    )
+    assert model.output == {"shape": [batch_size, NUM_CLASSES]}
+    edge_bench.run(model, items_per_call=batch_size, params=model.params(), device=device)

@@ -1,0 +1,69 @@
+"""Object detection inference: SSDLite320 (MobileNet-V3-Large backbone) on 3x320x320 images.
+
+The model's postprocess (box decoding, score threshold, top-k, batched NMS per class) runs
+inside its forward in eval mode, so it is INSIDE every measured window: on a board it is
+part of what a detection costs. Grid and skips as in ``test_classification.py``; int8 is
+skipped with its reason (dynamic quantisation has no Linear layer to convert here).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+pytest.importorskip("torch", reason="the benchmark suites need torch (pip install torch)")
+pytest.importorskip("torchvision", reason="detection needs torchvision")
+
+from pytest_edgeenergy.workloads.detection import DETECTIONS_PER_IMAGE
+from pytest_edgeenergy.workloads.grid import (
+    COMBINATION_ARGS,
+    combination_params,
+    is_quick,
+    phase_or_skip,
+    skip_unless_runnable,
+)
+from pytest_edgeenergy.workloads.inference import load_inference
+from pytest_edgeenergy.workloads.memory_estimate import estimate_workload_bytes
+
+if TYPE_CHECKING:
+    from pytest_edgeenergy.bench.runner import EdgeBench
+
+
+@pytest.mark.parametrize(COMBINATION_ARGS, combination_params("detection"))
+def test_detection(
+    edge_bench: EdgeBench,
+    operating_point: object,
+    batch_size: int,
+    workload: str,
+    graph_mode: str,
+    precision: str,
+    device: str,
+    edge_weights_dir: Path | None,
+) -> None:
+    skip_unless_runnable(workload, graph_mode, precision, device, quick=is_quick(edge_bench))
+    edge_bench.preflight(
+        estimate_bytes=estimate_workload_bytes(
+            workload, batch_size, precision=precision, device=device
+        ),
+        what=f"{workload} bs{batch_size} {precision} {graph_mode} on {device}",
+    )
+    model = phase_or_skip(
+        edge_bench,
+        "load",
+        lambda: load_inference(
+            workload,
+            graph_mode=graph_mode,
+            precision=precision,
+            device=device,
+            batch_size=batch_size,
+            weights_dir=edge_weights_dir,
+        ),
+        device,
+    )
+    out = model.output
+    assert out is not None and out["images"] == batch_size
+    assert {"boxes", "scores", "labels"} <= set(out["keys"])
+    assert all(0 <= n <= DETECTIONS_PER_IMAGE for n in out["boxes_per_image"])
+    edge_bench.run(model, items_per_call=batch_size, params=model.params(), device=device)

@@ -1,0 +1,65 @@
+"""Transformer encoder inference: BERT-Tiny and DistilBERT built from their configs (random
+weights), each item a full 512-token sequence with its attention mask.
+
+Skipped with the reason when transformers is not installed. Grid and skips as in
+``test_classification.py``; the output is the last hidden state (batch, 512, hidden).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+pytest.importorskip("torch", reason="the benchmark suites need torch (pip install torch)")
+
+from pytest_edgeenergy.workloads.grid import (
+    COMBINATION_ARGS,
+    combination_params,
+    is_quick,
+    phase_or_skip,
+    skip_unless_runnable,
+)
+from pytest_edgeenergy.workloads.inference import load_inference
+from pytest_edgeenergy.workloads.memory_estimate import estimate_workload_bytes
+from pytest_edgeenergy.workloads.nlp import SEQ_LEN_TOKENS
+
+if TYPE_CHECKING:
+    from pytest_edgeenergy.bench.runner import EdgeBench
+
+
+@pytest.mark.parametrize(COMBINATION_ARGS, combination_params("nlp"))
+def test_nlp(
+    edge_bench: EdgeBench,
+    operating_point: object,
+    batch_size: int,
+    workload: str,
+    graph_mode: str,
+    precision: str,
+    device: str,
+    edge_weights_dir: Path | None,
+) -> None:
+    skip_unless_runnable(workload, graph_mode, precision, device, quick=is_quick(edge_bench))
+    edge_bench.preflight(
+        estimate_bytes=estimate_workload_bytes(
+            workload, batch_size, precision=precision, device=device
+        ),
+        what=f"{workload} bs{batch_size} {precision} {graph_mode} on {device}",
+    )
+    model = phase_or_skip(
+        edge_bench,
+        "load",
+        lambda: load_inference(
+            workload,
+            graph_mode=graph_mode,
+            precision=precision,
+            device=device,
+            batch_size=batch_size,
+            weights_dir=edge_weights_dir,
+        ),
+        device,
+    )
+    out = model.output
+    assert out is not None and out["shape"][:2] == [batch_size, SEQ_LEN_TOKENS]
+    edge_bench.run(model, items_per_call=batch_size, params=model.params(), device=device)

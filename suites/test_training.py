@@ -1,0 +1,76 @@
+"""Training steps: ResNet-18 and MobileNet-V3-Small on JPEGs decoded and augmented by a
+DataLoader (the user's ``--edge-data`` ImageFolder, else cached synthetic JPEGs), and a
+2-layer LSTM language model (8.6 M parameters) on random tokens.
+
+Each measured call is one minibatch of ``batch_size`` items. Besides energy, the result's
+``params.training_timing`` holds the study's breakdown: per-minibatch fetch stall, compute
+and end-to-end time, first minibatch discarded, epoch 0 apart from epochs 1+. Training runs
+eager fp32; other graph modes and precisions are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+pytest.importorskip("torch", reason="the benchmark suites need torch (pip install torch)")
+
+from pytest_edgeenergy.workloads.grid import (
+    COMBINATION_ARGS,
+    combination_params,
+    is_quick,
+    phase_or_skip,
+    skip_unless_runnable,
+)
+from pytest_edgeenergy.workloads.memory_estimate import estimate_workload_bytes
+from pytest_edgeenergy.workloads.training import (
+    build_trainer,
+    prepare_training_data,
+)
+
+if TYPE_CHECKING:
+    from pytest_edgeenergy.bench.runner import EdgeBench
+
+
+@pytest.mark.parametrize(COMBINATION_ARGS, combination_params("training"))
+def test_training(
+    edge_bench: EdgeBench,
+    operating_point: object,
+    batch_size: int,
+    workload: str,
+    graph_mode: str,
+    precision: str,
+    device: str,
+    edge_weights_dir: Path | None,
+    edge_data_dir: Path | None,
+    edge_cache_dir: Path,
+) -> None:
+    skip_unless_runnable(workload, graph_mode, precision, device, quick=is_quick(edge_bench))
+    edge_bench.preflight(
+        estimate_bytes=estimate_workload_bytes(
+            workload, batch_size, precision=precision, device=device
+        ),
+        what=f"{workload} bs{batch_size} {precision} on {device}",
+    )
+    data = prepare_training_data(
+        workload, batch_size, data_dir=edge_data_dir, cache_root=edge_cache_dir
+    )
+    step = phase_or_skip(
+        edge_bench,
+        "load",
+        lambda: build_trainer(
+            workload, batch_size, device=device, data=data, weights_dir=edge_weights_dir
+        ),
+        device,
+    )
+    try:
+        result = edge_bench.run(
+            step, items_per_call=batch_size, params=step.params(), device=device
+        )
+    finally:
+        step.close()
+    timing = step.timing()
+    result.params["training_timing"] = timing
+    assert timing["first_minibatch_discarded"] and timing["minibatches_run"] >= 2
