@@ -12,16 +12,9 @@ from pathlib import Path
 
 import pytest
 
-SIM_MODELS = (
-    "nano",
-    "tx2",
-    "xavier-nx",
-    "agx-xavier",
-    "orin-nano",
-    "orin-nx",
-    "agx-orin",
-    "thor",
-)
+from .board.generations import MODEL_NAMES
+
+SIM_MODELS = MODEL_NAMES
 SOURCES = ("auto", "ina", "tegrastats", "jtop", "nvml", "rapl")
 
 

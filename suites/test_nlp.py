@@ -14,15 +14,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the benchmark suites need torch (pip install torch)")
 
-from pytest_edgeenergy.workloads.grid import (
-    COMBINATION_ARGS,
-    combination_params,
-    is_quick,
-    phase_or_skip,
-    skip_unless_runnable,
-)
-from pytest_edgeenergy.workloads.inference import load_inference
-from pytest_edgeenergy.workloads.memory_estimate import estimate_workload_bytes
+from pytest_edgeenergy.workloads.grid import COMBINATION_ARGS, combination_params, prepare_inference
 from pytest_edgeenergy.workloads.nlp import SEQ_LEN_TOKENS
 
 if TYPE_CHECKING:
@@ -40,25 +32,8 @@ def test_nlp(
     device: str,
     edge_weights_dir: Path | None,
 ) -> None:
-    skip_unless_runnable(workload, graph_mode, precision, device, quick=is_quick(edge_bench))
-    edge_bench.preflight(
-        estimate_bytes=estimate_workload_bytes(
-            workload, batch_size, precision=precision, device=device
-        ),
-        what=f"{workload} bs{batch_size} {precision} {graph_mode} on {device}",
-    )
-    model = phase_or_skip(
-        edge_bench,
-        "load",
-        lambda: load_inference(
-            workload,
-            graph_mode=graph_mode,
-            precision=precision,
-            device=device,
-            batch_size=batch_size,
-            weights_dir=edge_weights_dir,
-        ),
-        device,
+    model = prepare_inference(
+        edge_bench, workload, graph_mode, precision, device, batch_size, edge_weights_dir
     )
     out = model.output
     assert out is not None and out["shape"][:2] == [batch_size, SEQ_LEN_TOKENS]

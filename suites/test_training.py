@@ -19,12 +19,10 @@ pytest.importorskip("torch", reason="the benchmark suites need torch (pip instal
 
 from pytest_edgeenergy.workloads.grid import (
     COMBINATION_ARGS,
+    check_and_preflight,
     combination_params,
-    is_quick,
     phase_or_skip,
-    skip_unless_runnable,
 )
-from pytest_edgeenergy.workloads.memory_estimate import estimate_workload_bytes
 from pytest_edgeenergy.workloads.training import (
     build_trainer,
     prepare_training_data,
@@ -47,13 +45,7 @@ def test_training(
     edge_data_dir: Path | None,
     edge_cache_dir: Path,
 ) -> None:
-    skip_unless_runnable(workload, graph_mode, precision, device, quick=is_quick(edge_bench))
-    edge_bench.preflight(
-        estimate_bytes=estimate_workload_bytes(
-            workload, batch_size, precision=precision, device=device
-        ),
-        what=f"{workload} bs{batch_size} {precision} on {device}",
-    )
+    check_and_preflight(edge_bench, workload, graph_mode, precision, device, batch_size)
     data = prepare_training_data(
         workload, batch_size, data_dir=edge_data_dir, cache_root=edge_cache_dir
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
 
 import pytest
 from hypothesis import given
@@ -197,16 +196,6 @@ def test_proc_stat_cpu_line_parses(fields: list[int]) -> None:
 def test_proc_stat_without_cpu_line_is_an_error() -> None:
     with pytest.raises(ValueError, match="/proc/stat"):
         parse_cpu_line("intr 1 2 3\n")
-
-
-@given(st.sets(st.integers(0, 63), min_size=1, max_size=64))
-def test_cpu_list_text_round_trips(cpus: set[int]) -> None:
-    from pytest_edgeenergy.board.sysfs import parse_cpu_list
-    from pytest_edgeenergy.sim.files import format_cpu_list
-
-    text = format_cpu_list(sorted(cpus))
-    assert re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text)
-    assert parse_cpu_list(text) == tuple(sorted(cpus))
 
 
 @given(

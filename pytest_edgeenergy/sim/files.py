@@ -94,17 +94,3 @@ def relative_symlink(root: Path, link: str, target: str) -> None:
     if link_path.is_symlink():
         link_path.unlink()
     os.symlink(rel, link_path)
-
-
-def format_cpu_list(cpus: list[int] | tuple[int, ...]) -> str:
-    """Kernel CPU-list text: ``[0, 3, 4, 5]`` -> ``0,3-5``."""
-    parts: list[str] = []
-    ordered = sorted(set(cpus))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(parts)

@@ -10,16 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-MODEL_NAMES: tuple[str, ...] = (
-    "nano",
-    "tx2",
-    "xavier-nx",
-    "agx-xavier",
-    "orin-nano",
-    "orin-nx",
-    "agx-orin",
-    "thor",
-)
+from ..board.generations import MODEL_NAMES as MODEL_NAMES
 
 ChipDriver = Literal["ina3221x", "ina3221", "ina238"]
 EmcStyle = Literal["t210", "bpmp", "bwmgr"]

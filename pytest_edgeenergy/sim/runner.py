@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from ..board.sysfs import format_cpu_list
 from .dvfs import pick_freq
-from .files import LIST_WIDTH, format_cpu_list, live_bytes, pread_token
+from .files import LIST_WIDTH, live_bytes, pread_token
 from .hostload import HostLoad
 from .models import BoardModel, get_model
 from .power import ClusterState, PowerState, rail_power_w, total_power_w

@@ -26,7 +26,8 @@ from ..board.nvpmodel import (
     PowerMode,
     parse_conf,
 )
-from .files import format_cpu_list, write_knob
+from ..board.sysfs import format_cpu_list
+from .files import write_knob
 from .hostload import HostLoad
 from .models import NC, BoardModel, get_model
 from .runner import read_marker

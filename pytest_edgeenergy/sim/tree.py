@@ -18,7 +18,8 @@ import sys
 import zlib
 from pathlib import Path
 
-from .files import LIST_WIDTH, format_cpu_list, relative_symlink, write_live, write_text
+from ..board.sysfs import format_cpu_list
+from .files import LIST_WIDTH, relative_symlink, write_live, write_text
 from .models import BoardModel, ModeSpec, get_model
 from .nvpconf import conf_text
 from .power import ClusterState, PowerState, rail_power_w

@@ -87,3 +87,57 @@ def phase_or_skip(edge_bench: Any, label: str, fn: Callable[[], T], device: str)
     except CombinationUnsupported as e:
         pytest.skip(e.reason)
     return value  # type: ignore[no-any-return]
+
+
+def check_and_preflight(
+    edge_bench: Any,
+    workload: str,
+    graph_mode: str,
+    precision: str,
+    device: str,
+    batch_size: int,
+) -> None:
+    """Skip a combination this machine cannot run (with the reason), then skip one whose
+    estimated peak memory will not fit the board (with the estimate and the limit)."""
+    from .memory_estimate import estimate_workload_bytes
+
+    skip_unless_runnable(workload, graph_mode, precision, device, quick=is_quick(edge_bench))
+    edge_bench.preflight(
+        estimate_bytes=estimate_workload_bytes(
+            workload, batch_size, precision=precision, device=device
+        ),
+        what=f"{workload} bs{batch_size} {precision} {graph_mode} on {device}",
+    )
+
+
+def prepare_inference(
+    edge_bench: Any,
+    workload: str,
+    graph_mode: str,
+    precision: str,
+    device: str,
+    batch_size: int,
+    weights_dir: Any,
+) -> Any:
+    """An inference suite's set-up: :func:`check_and_preflight`, then build, load local
+    weights, convert and make the first call inside the measured ``load`` phase.
+
+    Returns the :class:`~.inference.InferenceModel`; the suite checks its output, then
+    measures ``edge_bench.run(model, items_per_call=batch_size, params=model.params())``.
+    """
+    from .inference import load_inference
+
+    check_and_preflight(edge_bench, workload, graph_mode, precision, device, batch_size)
+    return phase_or_skip(
+        edge_bench,
+        "load",
+        lambda: load_inference(
+            workload,
+            graph_mode=graph_mode,
+            precision=precision,
+            device=device,
+            batch_size=batch_size,
+            weights_dir=weights_dir,
+        ),
+        device,
+    )
