@@ -1,0 +1,92 @@
+"""End to end: ``pytest suites/ --edge-quick`` on two different virtual boards, then the two
+reports compared across devices."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="the suites need torch")
+pytest.importorskip("torchvision", reason="the suites need torchvision")
+
+SUITES = Path(__file__).resolve().parents[1] / "suites"
+WORKLOADS = "resnet18,bert_tiny,lstm_lm_train"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
+    import subprocess
+    import sys
+
+    out: dict[str, tuple[Path, str]] = {}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEENERGY_")}
+    for board in ("orin-nano", "agx-orin"):
+        folder = tmp_path_factory.mktemp(board)
+        report = folder / "report.json"
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                str(SUITES),
+                f"--edge-board=sim:{board}",
+                "--edge-quick",
+                f"--workload={WORKLOADS}",
+                f"--edge-report={report}",
+                "--edge-idle-s=0.3",
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "no:randomly",
+            ],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        out[board] = (report, proc.stdout)
+    return out
+
+
+@pytest.mark.parametrize("board", ["orin-nano", "agx-orin"])
+def test_report_and_summary(runs: dict[str, tuple[Path, str]], board: str) -> None:
+    report, stdout = runs[board]
+    data = json.loads(report.read_text())
+    assert data["simulated"] is True and data["device"]["sim_model"] == board
+    assert data["device"]["total"]["method"] == ("sum" if board == "agx-orin" else "rail")
+    measured = {
+        t["params"]["workload"]: t
+        for t in data["tests"]
+        if t["status"] == "passed" and t["params"]["workload"] in WORKLOADS.split(",")
+    }
+    assert set(WORKLOADS.split(",")) <= set(measured)
+    for name, entry in measured.items():
+        m = entry["metrics"]
+        assert m["energy_per_item"]["unit"] == "J/item" and m["energy_per_item"]["value"] > 0
+        assert m["latency_p90"]["value"] > 0 and m["throughput"]["value"] > 0, name
+        assert "load.energy_j" in m, name  # the load phase has its own window
+        assert entry["params"]["graph_mode"] == "eager" and entry["params"]["device"] == "cpu"
+    skipped = [t for t in data["tests"] if t["status"] == "skipped"]
+    assert skipped and all(t["reason"] for t in skipped)  # skipped with the reason
+    training = measured["lstm_lm_train"]["extra"]
+    assert training  # fetch/compute/end-to-end breakdown travels with the result
+    assert "energy benchmarks (SIMULATED)" in stdout
+    for name in WORKLOADS.split(","):
+        assert any(line.startswith(name) and "valid" in line for line in stdout.splitlines())
+
+
+def test_compare_two_devices(
+    runs: dict[str, tuple[Path, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_edgeenergy.cli import main
+
+    paths = [str(runs[b][0]) for b in ("orin-nano", "agx-orin")]
+    assert main(["compare", *paths, "--format", "csv"]) == 0
+    text = capsys.readouterr().out
+    assert "resnet18" in text and "bert_tiny" in text
+    assert text.count("simulated") >= 2
