@@ -50,7 +50,7 @@ def points_for(
         es.open()
         assert es.board is not None
         points = expand(options, es.board, sources=sources, force=es.control_settings.force_mode)
-    except (ControlError, ValueError) as e:
+    except (ControlError, OSError, ValueError) as e:
         raise pytest.UsageError(str(e)) from None
     es.grid_cache[key] = points
     return points

@@ -148,3 +148,21 @@ def test_idle_zero_gives_no_baseline(pytester: pytest.Pytester) -> None:
     probe = json.loads((pytester.path / "probe.json").read_text())
     assert probe["board"] is True and probe["meter"] is True
     assert probe["tests"] == ["test_inner.py::test_uses_energy"]
+
+
+def test_existing_report_of_another_run_is_a_usage_error(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    from pytest_edgeenergy.sim.tree import create
+
+    board = create("orin-nano", tmp_path / "board")
+    report = tmp_path / "r.json"
+    pytester.makepyfile(test_p="def test_p(energy, operating_point):\n    pass\n")
+    args = [f"--edge-root={board}", "--edge-idle-s=0", "--gpu-freq=max", f"--edge-report={report}"]
+    pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    before = report.read_bytes()
+    again = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider")
+    assert again.ret == pytest.ExitCode.USAGE_ERROR
+    again.stderr.fnmatch_lines([f"*{report}*exists and holds another run*"])
+    assert "INTERNALERROR" not in again.stdout.str() + again.stderr.str()
+    assert report.read_bytes() == before  # nothing overwritten
