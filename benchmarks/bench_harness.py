@@ -2,9 +2,9 @@
 
 * Time the plugin adds per parametrized test beyond the workload and settle time: a session
   of tests that use ``energy`` + ``operating_point`` + ``batch_size`` with an empty body,
-  against the same tests without the plugin's fixtures; (with − without) / tests. Target
+  against the same tests without the plugin's fixtures; (with - without) / tests. Target
   ≤ 5 ms per test.
-* Collection of a 10,000-combination grid (operating points × batch sizes). Target ≤ 10 s.
+* Collection of a 10,000-combination grid (operating points x batch sizes). Target ≤ 10 s.
 
 Both run on a virtual Orin Nano tree through ``--edge-root`` (not animated: the figures are
 the harness's, not the simulator's), with no idle baseline and settle time 0.
