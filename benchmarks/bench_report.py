@@ -1,9 +1,10 @@
 """Benchmark: ``edgeenergy compare`` over 50 reports of 2,000 test results each, with a gate.
 
 Each result carries the four compared metrics (J/item, latency p90, items/s, EDP) with 5
-repeats, so one report is ~2.2 MB of JSON. Ten devices x five runs; every run after a
-device's first is gated against the previous one. Target: <= 3 s per round.
-Run with ``pytest benchmarks/bench_report.py --benchmark-only``.
+repeats and their stats, so one report is ~4 MB of JSON (200 MB in all). Ten devices x five
+runs; every run after a device's first is gated against the previous one. Target: <= 3 s
+per round on 2 cores (the first round also imports scipy). Run with
+``pytest benchmarks/bench_report.py --benchmark-only``.
 """
 
 from __future__ import annotations

@@ -6,15 +6,18 @@ import contextlib
 import csv
 import io
 import json
+import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
 
 from pytest_edgeenergy.report.gate import (
+    GateExpr,
     GateExprError,
     evaluate,
     find_baseline,
@@ -22,8 +25,11 @@ from pytest_edgeenergy.report.gate import (
     parse_expr,
     render_verdict,
     save_baseline,
+    unit_family,
 )
+from pytest_edgeenergy.report.keys import op_key
 from pytest_edgeenergy.report.load import ReportError, load_report
+from pytest_edgeenergy.report.model import HIGHER_IS_BETTER
 from pytest_edgeenergy.report.synthetic import synthetic_report
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -295,3 +301,139 @@ def test_render_verdict_formats() -> None:
     assert len(rows) == len(verdict.rows)
     assert float(rows[0]["change %"]) == pytest.approx(verdict.rows[0].change_pct)
     assert "<table>" in render_verdict(verdict, "html")
+
+
+# -- the gate on views judges exactly as the gate on whole reports first did ----------------
+
+
+def _reference_evaluate(
+    base_report: dict[str, Any],
+    new_report: dict[str, Any],
+    exprs: list[GateExpr],
+    overrides: dict[str, list[GateExpr]],
+) -> list[tuple[Any, ...]]:
+    """The gate's rows as first written, reading whole test entries (fingerprints equal)."""
+
+    def statistic(metric: dict[str, Any], name: str) -> float | None:
+        stats = metric.get("stats")
+        value = stats.get(name) if stats else metric.get("value")
+        return float(value) if value is not None else None
+
+    def judge(tid: str, e: GateExpr, base: dict[str, Any], new: dict[str, Any]) -> tuple[Any, ...]:
+        head = (tid, e.metric, e.statistic, e.threshold_text)
+        for side, test in (("new", new), ("baseline", base)):
+            if test["status"] != "passed":
+                note = f"{side} result is {test['status']}"
+                return (*head, None, None, None, None, "insufficient", note)
+        base_metric, new_metric = base["metrics"].get(e.metric), new["metrics"][e.metric]
+        if base_metric is None:
+            return (*head, None, None, None, None, "insufficient", f"baseline has no {e.metric}")
+        if not e.relative and unit_family(new_metric["unit"]) != e.family:
+            raise GateExprError("unit")
+        b, n = statistic(base_metric, e.statistic), statistic(new_metric, e.statistic)
+        if b is None or n is None:
+            return (*head, b, n, None, None, "insufficient", "no value")
+        delta = n - b
+        change = delta / abs(b) * 100.0 if b != 0 else None
+        if e.relative:
+            over = (b != 0 and abs(delta) > e.threshold * abs(b)) or (b == 0 and delta != 0)
+        else:
+            over = abs(delta) > e.threshold
+        if not over:
+            return (*head, b, n, change, None, "within", "")
+        bs, ns = base_metric.get("samples") or [], new_metric.get("samples") or []
+        if min(len(bs), len(ns)) < 3 or 1.0 / math.comb(len(bs) + len(ns), len(ns)) >= 0.05:
+            note = (
+                f"not enough repeats to judge ({len(bs)} baseline, {len(ns)} new; "
+                "need >= 3 each and enough for p < 0.05)"
+            )
+            return (*head, b, n, change, None, "insufficient", note)
+        higher_worse = e.metric not in HIGHER_IS_BETTER
+        worse = (delta > 0) == higher_worse
+        alternative = "greater" if higher_worse == worse else "less"
+        p = float(mannwhitneyu(list(ns), list(bs), alternative=alternative).pvalue)
+        if p >= 0.05:
+            return (*head, b, n, change, p, "within", f"change not significant (p={p:.3g})")
+        return (*head, b, n, change, p, "regression" if worse else "improvement", "")
+
+    base_tests = {(t["id"], op_key(t["params"])): t for t in base_report["tests"]}
+    rows = []
+    for test in new_report["tests"]:
+        if test["status"] == "skipped":
+            continue
+        own = overrides.get(test["id"])
+        chosen = list(exprs)
+        if own:
+            replaced = {(e.metric, e.statistic) for e in own}
+            chosen = [e for e in exprs if (e.metric, e.statistic) not in replaced] + own
+        base = base_tests.get((test["id"], op_key(test["params"])))
+        for e in chosen:
+            if e.metric not in test["metrics"]:
+                continue
+            if base is None:
+                head = (test["id"], e.metric, e.statistic, e.threshold_text)
+                note = "no baseline result at this operating point"
+                rows.append((*head, None, None, None, None, "no-baseline", note))
+            else:
+                rows.append(judge(test["id"], e, base, test))
+    return rows
+
+
+_EXPRS = [
+    "energy_per_item:mean:5%",
+    "latency_p90:median:10%",
+    "throughput:min:1%",
+    "edp:max:0.0001J*s",
+    "energy_per_item:median:3mJ",
+    "power_mean:mean:0%",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scale=st.sampled_from([0.8, 1.0, 1.02, 1.3]),
+    repeats=st.sampled_from([2, 3, 5]),
+    changes=st.lists(
+        st.tuples(
+            st.integers(0, 15),
+            st.sampled_from(["failed", "skipped", "no metric", "no stats", "zero", "none", "op"]),
+            st.booleans(),
+        ),
+        max_size=8,
+    ),
+    chosen=st.lists(st.sampled_from(_EXPRS), min_size=1, max_size=4, unique=True),
+    override=st.booleans(),
+)
+def test_views_judge_as_whole_reports_did(
+    scale: float,
+    repeats: int,
+    changes: list[tuple[int, str, bool]],
+    chosen: list[str],
+    override: bool,
+) -> None:
+    base, new = _pair(scale, repeats=repeats, noise=0.05, workloads=("resnet18", "alexnet"))
+    for index, change, on_new in changes:
+        test = (new if on_new else base)["tests"][index % len(base["tests"])]
+        metric = test["metrics"].get("energy_per_item")
+        if change in ("failed", "skipped"):
+            test["status"] = change
+        elif change == "op":
+            test["params"]["operating_point"]["requested"]["gpu_freq_hz"] = 1
+        elif metric is None:
+            continue
+        elif change == "no metric":
+            del test["metrics"]["energy_per_item"]
+        elif change == "no stats":
+            metric["stats"] = None
+        elif change == "zero":
+            metric["value"] = 0.0
+            if metric["stats"]:
+                metric["stats"]["mean"] = 0.0
+        else:
+            metric["value"], metric["stats"] = None, None
+    exprs = [parse_expr(e) for e in chosen]
+    overrides = (
+        {base["tests"][1]["id"]: [parse_expr("energy_per_item:mean:50%")]} if override else {}
+    )
+    verdict = evaluate(base, new, exprs, overrides)
+    assert [tuple(r) for r in verdict.rows] == _reference_evaluate(base, new, exprs, overrides)

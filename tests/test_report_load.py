@@ -7,7 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from pytest_edgeenergy.report import load as load_module
 from pytest_edgeenergy.report.load import (
     LONG_COLUMNS,
     ReportError,
@@ -160,3 +163,70 @@ def test_load_stops_at_the_first_bad_file(tmp_path: Path) -> None:
     bad.write_text("{")
     with pytest.raises(ReportError, match=r"bad.json: truncated"):
         load([good, bad])
+
+
+# -- the optional fast parser (orjson) reads exactly what json reads -------------------------
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)  # orjson reads integers beyond 64 bits as floats
+    | st.floats()  # NaN and infinities: json writes them, orjson refuses, json reads them
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=_json_values, indent=st.sampled_from([None, 1]))
+def test_fast_and_plain_parsing_read_the_same_report(
+    tmp_path_factory: pytest.TempPathFactory, value: Any, indent: int | None
+) -> None:
+    report = synthetic_report(n_tests=1)
+    report["settings"] = {"value": value}
+    path = tmp_path_factory.mktemp("parse") / "r.json"
+    path.write_text(json.dumps(report, indent=indent))
+    expected = json.loads(path.read_text())
+    fast = load_report(path)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(load_module, "_orjson_loads", None)
+        plain = load_report(path)
+    assert repr(fast) == repr(plain) == repr(expected)  # repr: NaN == NaN, -0.0 vs 0.0
+
+
+def test_broken_json_is_worded_the_same_by_either_parser(tmp_path: Path) -> None:
+    text = json.dumps(synthetic_report(), indent=1)
+    lines = text.splitlines()
+    lines[10] += " @@"
+    broken = {
+        "cut.json": text[: len(text) // 2].encode(),
+        "corrupt.json": "\n".join(lines).encode(),
+        "bom.json": b"\xef\xbb\xbf" + text.encode(),
+        "latin.json": text.replace('"pytest"', '"py\xe9test"').encode("latin-1"),
+    }
+
+    def problems() -> dict[str, str]:
+        out = {}
+        for name, data in broken.items():
+            path = tmp_path / name
+            path.write_bytes(data)
+            with pytest.raises(ReportError) as info:
+                load_report(path)
+            out[name] = info.value.problem
+        return out
+
+    fast = problems()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(load_module, "_orjson_loads", None)
+        plain = problems()
+    assert fast == plain
+    assert fast["cut.json"].startswith("truncated JSON: the text ends early at line ")
+    assert fast["corrupt.json"].startswith("corrupt JSON at line 11, column ")
+    assert fast["bom.json"].startswith("corrupt JSON at line 1, column 1: Unexpected UTF-8 BOM")
+    assert fast["latin.json"].startswith("is not UTF-8 text (byte ")
+
+
+def test_orjson_is_used_when_installed() -> None:
+    pytest.importorskip("orjson")
+    assert load_module._orjson_loads is not None

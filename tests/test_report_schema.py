@@ -129,3 +129,64 @@ def test_unknown_keyword_is_refused() -> None:
         compile_schema({"type": "string", "format": "date-time"})
     with pytest.raises(SchemaError, match="unsupported \\$ref"):
         compile_schema({"$ref": "https://example.com/x.json"})
+
+
+_NODE = {
+    "$defs": {
+        "node": {
+            "type": ["object", "null"],
+            "required": ["value"],
+            "additionalProperties": False,
+            "properties": {
+                "value": {"type": "number", "minimum": 0},
+                "next": {"$ref": "#/$defs/node"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "counts": {"type": "array", "items": {"type": "integer"}},
+                "kind": {"enum": ["a", "b"]},
+                "mixed": {"enum": ["1", 1, None]},
+            },
+        },
+    },
+    "$ref": "#/$defs/node",
+}
+_OPEN = {
+    "type": "object",
+    "required": ["id"],
+    "properties": {"id": {"type": "string", "minLength": 1}, "x": {}},
+    "additionalProperties": {"type": ["number", "null"]},
+}
+
+
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [
+        (_NODE, None),
+        (_NODE, {"value": 1}),
+        (_NODE, {"value": -1}),
+        (_NODE, {"value": 1, "next": {"value": 2, "next": None}}),
+        (_NODE, {"value": 1, "next": {"value": 2, "next": {"value": "3"}}}),
+        (_NODE, {"value": 1, "next": {"next": None}}),
+        (_NODE, {"value": 1, "other": 2}),
+        (_NODE, {"value": 1, "tags": ["a", "b"], "counts": [1, 2.0]}),
+        (_NODE, {"value": 1, "tags": ["a", 1]}),
+        (_NODE, {"value": 1, "tags": [True]}),
+        (_NODE, {"value": 1, "counts": [1.5]}),
+        (_NODE, {"value": 1, "counts": [True]}),
+        (_NODE, {"value": 1, "kind": "a"}),
+        (_NODE, {"value": 1, "kind": "c"}),
+        (_NODE, {"value": 1, "kind": 1}),
+        (_NODE, {"value": 1, "mixed": 1.0}),
+        (_NODE, {"value": 1, "mixed": True}),
+        (_NODE, {"value": True}),
+        (_NODE, [1]),
+        (_OPEN, {"id": "a"}),
+        (_OPEN, {"id": ""}),
+        (_OPEN, {"id": "a", "x": [1], "y": 2.5, "z": None}),
+        (_OPEN, {"id": "a", "y": "no"}),
+        (_OPEN, {"x": 1}),
+        (_OPEN, "not an object"),
+    ],
+)
+def test_compiled_checks_agree_with_jsonschema(schema: dict[str, Any], value: Any) -> None:
+    expected = jsonschema.Draft202012Validator(schema).is_valid(value)
+    assert compile_schema(schema)(value) is expected

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -14,11 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_edgeenergy.report.tables import (
+    MarkdownRows,
     Marked,
     Ratio,
     Table,
     cell_text,
     format_number,
+    markdown_rows,
     render_csv,
     render_html_table,
     render_markdown,
@@ -159,6 +162,17 @@ def test_every_format_matches_the_cell_by_cell_reference(table: Table) -> None:
     assert render_markdown(table) == reference_markdown(table)
     assert render_csv(table) == reference_csv(table)
     assert render_html_table(table) == reference_html(table)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tables(), st.lists(st.integers(0, 8), max_size=3))
+def test_markdown_rendered_in_pieces_equals_the_whole(table: Table, cuts: list[int]) -> None:
+    width = len(table.columns)
+    bounds = sorted({0, len(table.rows), *(min(c, len(table.rows)) for c in cuts)})
+    rendered = MarkdownRows([], [False] * width)
+    for start, stop in itertools.pairwise(bounds):
+        rendered.extend(markdown_rows(table.rows[start:stop], width))
+    assert render_markdown(table, rendered=rendered) == reference_markdown(table)
 
 
 def test_rows_longer_than_the_header_still_render_every_cell() -> None:

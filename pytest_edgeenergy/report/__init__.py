@@ -4,9 +4,10 @@
   validator compiled from it;
 * :mod:`.model`: typed builders (header, device fingerprint, metrics, test entries);
 * :mod:`.writer`: :class:`~.writer.ReportWriter`, atomic rewrite after every test;
-* :mod:`.load`: :func:`~.load.load_report` with clear errors, :func:`~.load.load` to a long
-  pandas table;
-* :mod:`.compare`: ``edgeenergy compare`` (:func:`~.compare.compare_main`);
+* :mod:`.load`: :func:`~.load.load_report` with clear errors (parsed by ``orjson`` when
+  installed), :func:`~.load.load` to a long pandas table;
+* :mod:`.compare`: ``edgeenergy compare`` (:func:`~.compare.compare_main`), reading many
+  reports in forked workers (:mod:`.parallel`);
 * :mod:`.gate`: the statistical regression gate;
 * :mod:`.plots`: PNG figures; :mod:`.external`: outside tables (LoudVA) as reports;
 * :mod:`.synthetic`: well-formed synthetic reports for tests and benchmarks.

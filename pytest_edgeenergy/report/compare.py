@@ -5,26 +5,39 @@ Results are joined on workload x batch size x graph mode x precision x operating
 (latency mean, marked ``*``, where p90 was not measured), items/s and EDP (the metrics'
 ``value``), each with its ratio to report #1's value for the same key.
 Exit status: 0 ok, 1 a gate failed, 2 bad input (message on stderr, nothing written).
+
+Large comparisons (50 reports of 2,000 results, 200 MB of JSON) are CPU-bound Python, so:
+each report is read, validated and reduced to a :class:`Digest` (its table entries and the
+gated metrics, a fraction of its size) in forked workers and in this process alike
+(:mod:`.parallel`); each digest is tabled, rendered (Markdown) and gated as soon as it and
+all before it are in, while later reports are still being read; whole reports are kept
+only for plots (``--plots``, HTML).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
+import functools
 import os
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_edgeenergy.report.gate import (
     GateExpr,
     GateExprError,
+    GateNeeds,
     GateVerdict,
-    evaluate,
+    GateView,
+    evaluate_views,
+    expr_metrics,
     find_baseline,
+    gate_view,
     parse_expr,
     render_verdict,
 )
@@ -38,18 +51,23 @@ from pytest_edgeenergy.report.load import (
     version_notes,
 )
 from pytest_edgeenergy.report.model import device_label
+from pytest_edgeenergy.report.parallel import shared_map, workers_for
 from pytest_edgeenergy.report.tables import (
     FORMATS,
     Format,
+    MarkdownRows,
     Marked,
     Ratio,
     Table,
     html_document,
+    markdown_rows,
     render,
     render_html_table,
     render_markdown,
 )
 from pytest_edgeenergy.report.writer import atomic_write_text
+
+_new_key = tuple.__new__
 
 # (column label, metric names in order of preference, display scale)
 COMPARE_METRICS: tuple[tuple[str, tuple[str, ...], float], ...] = (
@@ -72,30 +90,94 @@ class Source:
         return device_label(self.report["device"])
 
 
-# Per key: the test's status, and per compared metric (value, used a fallback metric).
-_Row = tuple[str, list[tuple[float | None, bool]]]
+# Per key: the test's status, the compared metrics' cells as shown with their ratio cells
+# left empty (value x scale, or Marked for a fallback metric), and the raw values.
+_Entry = tuple[str, tuple[Any, ...], tuple[float | None, ...]]
 
 
-def _index(source: Source, notes: list[str]) -> dict[JoinKey, _Row]:
-    index: dict[JoinKey, _Row] = {}
+@dataclass(frozen=True)
+class Digest:
+    """What a comparison reads of one report: a fraction of its size, so that reports can be
+    read in worker processes and only digests sent back (see :func:`digest`)."""
+
+    header: dict[str, Any]
+    """The report without its ``tests``."""
+    n_tests: int
+    index: dict[JoinKey, _Entry]
+    duplicates: int
+    """Results whose key repeats an earlier one (the first is kept)."""
+    fallback: bool
+    """Some result shows a fallback metric (latency mean for p90)."""
+    gate: GateView | None
+    """The gated metrics, when the comparison gates."""
+
+    @property
+    def label(self) -> str:
+        return device_label(self.header["device"])
+
+
+def digest(report: Mapping[str, Any], gate_metrics: GateNeeds | None = None) -> Digest:
+    """The :class:`Digest` of a validated report; ``gate_metrics``: the metrics gates read
+    (None: no gate view)."""
+    index: dict[JoinKey, _Entry] = {}
     duplicates = 0
-    for test in source.report["tests"]:
-        if test["status"] == "skipped":
+    fallback = False
+    # Repeated strings become one object each, which pickling then writes once.
+    strings: dict[Any, Any] = {None: None}
+    share = strings.setdefault
+    plan = [(names[0], names[1:], scale) for _, names, scale in COMPARE_METRICS]
+    for test in report["tests"]:
+        status = test["status"]
+        if status == "skipped":
             continue
-        key = join_key(test)
+        workload, batch, graph, precision, op = join_key(test)
+        key: JoinKey = _new_key(
+            JoinKey,
+            (
+                share(workload, workload),
+                batch,
+                share(graph, graph),
+                share(precision, precision),
+                op,
+            ),
+        )
         if key in index:
             duplicates += 1
             continue
-        index[key] = (test["status"], [_metric_value(test, m[1]) for m in COMPARE_METRICS])
-    if duplicates:
-        notes.append(f"{source.name}: {duplicates} results repeat an earlier key; first kept")
-    return index
+        metrics = test["metrics"]
+        cells: list[Any] = []
+        values: list[float | None] = []
+        for name, others, scale in plan:
+            metric = metrics.get(name)
+            raw = metric.get("value") if metric is not None else None
+            value: float | None
+            cell: Any
+            if raw is not None:
+                number = float(raw)
+                value, cell = number, (number if scale == 1.0 else number * scale)
+            elif others:
+                value = _metric_value(metrics, others)[0]
+                if value is None:
+                    cell = None
+                else:
+                    fallback = True
+                    cell = Marked(value if scale == 1.0 else value * scale, "*")
+            else:
+                value = cell = None
+            # x * 1.0 == x: the same object then serves as value and as cell.
+            cells.append(cell)
+            cells.append(None)
+            values.append(value)
+        index[key] = (share(status, status), tuple(cells), tuple(values))
+    header = {k: v for k, v in report.items() if k != "tests"}
+    gate = gate_view(report, gate_metrics) if gate_metrics is not None else None
+    return Digest(header, len(report["tests"]), index, duplicates, fallback, gate)
 
 
-def _metric_value(test: Mapping[str, Any], names: Sequence[str]) -> tuple[float | None, bool]:
+def _metric_value(metrics: Mapping[str, Any], names: Sequence[str]) -> tuple[float | None, bool]:
     """The first available metric's value, and whether it was a fallback."""
     for i, name in enumerate(names):
-        metric = test["metrics"].get(name)
+        metric = metrics.get(name)
         if metric is not None and metric.get("value") is not None:
             return float(metric["value"]), i > 0
     return None, False
@@ -103,59 +185,174 @@ def _metric_value(test: Mapping[str, Any], names: Sequence[str]) -> tuple[float 
 
 def compare_table(sources: Sequence[Source]) -> Table:
     """The comparison table for ``sources`` (the first is the reference for ratios)."""
-    notes: list[str] = []
-    indexes = [_index(s, notes) for s in sources]
-    keys = sorted(set().union(*indexes), key=JoinKey.sort_key)
-    columns = ["workload", "batch", "graph", "precision", "operating point", "report", "device"]
-    columns.append("status")
-    for label, _, _ in COMPARE_METRICS:
-        columns += [label, "ratio"]
-    table = Table(columns, title="Energy comparison")
-    scales = [m[2] for m in COMPARE_METRICS]
-    labels = [(f"#{i + 1}", s.label) for i, s in enumerate(sources)]
-    fallback = False
-    no_reference: list[tuple[float | None, bool]] = [(None, False)] * len(COMPARE_METRICS)
-    for key in keys:
-        reference = indexes[0].get(key)
-        ref_values = reference[1] if reference else no_reference
-        key_cells = [
-            key.workload,
-            key.batch_size,
-            key.graph_mode,
-            key.precision,
-            op_label(key.op),
-        ]
-        for (number, label), index in zip(labels, indexes, strict=True):
-            found = index.get(key)
-            if found is None:
-                continue
-            status, values = found
-            row: list[Any] = [*key_cells, number, label, status]
-            for (value, used_fallback), (ref_value, _), scale in zip(
-                values, ref_values, scales, strict=True
-            ):
-                shown = value * scale if value is not None else None
-                if used_fallback:
-                    fallback = True
-                    row.append(Marked(shown, "*"))
-                else:
-                    row.append(shown)
-                row.append(Ratio(value / ref_value) if value is not None and ref_value else None)
-            table.rows.append(row)
-    for i, source in enumerate(sources):
-        report = source.report
-        device = report["device"]
-        l4t = f", L4T {device['l4t']}" if device.get("l4t") else ""
-        table.notes.append(
-            f"#{i + 1} {source.name}: {source.label}{l4t}, started {report['started_at']}, "
-            f"{len(report['tests'])} tests"
-        )
-    table.notes.append("ratio: value / value of report #1 for the same key")
-    if fallback:
-        table.notes.append("* latency mean where latency p90 was not measured")
-    table.notes.extend(notes)
-    table.notes.extend(version_notes([(s.name, s.report) for s in sources]))
-    return table
+    return digest_table([(s.name, digest(s.report)) for s in sources])
+
+
+def digest_table(digests: Sequence[tuple[str, Digest]]) -> Table:
+    """:func:`compare_table` from ``(name, digest)`` pairs."""
+    builder = _TableBuilder()
+    for name, report_digest in digests:
+        builder.add(name, report_digest)
+    return builder.table()
+
+
+class _Meta(NamedTuple):
+    """What the table's notes say of one report."""
+
+    name: str
+    header: dict[str, Any]
+    label: str
+    n_tests: int
+    duplicates: int
+    fallback: bool
+
+
+class _TableBuilder:
+    """The comparison table, one report at a time (the first added is the reference), so
+    that a report's rows are made while later reports are still being read.
+
+    With ``markdown``, each report's rows are rendered as Markdown lines at once and only the
+    lines kept (see :meth:`markdown`); :meth:`table` then has no rows.
+    """
+
+    def __init__(self, *, markdown: bool = False) -> None:
+        columns = ["workload", "batch", "graph", "precision", "operating point", "report"]
+        columns += ["device", "status"]
+        for label, _, _ in COMPARE_METRICS:
+            columns += [label, "ratio"]
+        self.columns = columns
+        self.first_ratio = len(columns) - 2 * len(COMPARE_METRICS) + 1
+        self.metas: list[_Meta] = []
+        self.reference: dict[JoinKey, _Entry] = {}
+        self.rows: list[dict[JoinKey, list[Any]]] = []
+        self.lines: list[dict[JoinKey, str]] | None = [] if markdown else None
+        self.numeric = [False] * len(columns)
+        self.key_cells: dict[JoinKey, tuple[Any, ...]] = {}
+
+    @property
+    def count(self) -> int:
+        return len(self.metas)
+
+    def add(self, name: str, new: Digest) -> None:
+        number, label = f"#{len(self.metas) + 1}", new.label
+        if not self.metas:
+            self.reference = new.index
+        reference = self.reference
+        first_ratio = self.first_ratio
+        key_cells = self.key_cells
+        rows: dict[JoinKey, list[Any]] = {}
+        for key, (status, cells, values) in new.index.items():
+            shared = key_cells.get(key)
+            if shared is None:
+                shared = key_cells[key] = (
+                    key.workload,
+                    key.batch_size,
+                    key.graph_mode,
+                    key.precision,
+                    op_label(key.op),
+                )
+            row = [*shared, number, label, status, *cells]
+            found = reference.get(key)
+            if found is not None:
+                row[first_ratio::2] = [
+                    Ratio(value / ref) if value is not None and ref else None
+                    for value, ref in zip(values, found[2], strict=True)
+                ]
+            rows[key] = row
+        meta = _Meta(name, new.header, label, new.n_tests, new.duplicates, new.fallback)
+        self.metas.append(meta)
+        if self.lines is None:
+            self.rows.append(rows)
+            return
+        rendered = markdown_rows(list(rows.values()), len(self.columns))
+        self.lines.append(dict(zip(rows, rendered.lines, strict=True)))
+        self.numeric = [a or b for a, b in zip(self.numeric, rendered.numeric, strict=True)]
+
+    def _keys(self) -> list[JoinKey]:
+        parts = self.rows if self.lines is None else self.lines
+        return sorted(set().union(*parts), key=JoinKey.sort_key)
+
+    def table(self) -> Table:
+        """The table (rows by key, then report; no rows when rendering Markdown ahead)."""
+        table = Table(list(self.columns), title="Energy comparison")
+        if self.rows:
+            out = table.rows
+            for key in self._keys():
+                for rows in self.rows:
+                    row = rows.get(key)
+                    if row is not None:
+                        out.append(row)
+        metas = self.metas
+        for i, meta in enumerate(metas):
+            device = meta.header["device"]
+            l4t = f", L4T {device['l4t']}" if device.get("l4t") else ""
+            table.notes.append(
+                f"#{i + 1} {meta.name}: {meta.label}{l4t}, started {meta.header['started_at']}, "
+                f"{meta.n_tests} tests"
+            )
+        table.notes.append("ratio: value / value of report #1 for the same key")
+        if any(meta.fallback for meta in metas):
+            table.notes.append("* latency mean where latency p90 was not measured")
+        for meta in metas:
+            if meta.duplicates:
+                table.notes.append(
+                    f"{meta.name}: {meta.duplicates} results repeat an earlier key; first kept"
+                )
+        table.notes.extend(version_notes([(meta.name, meta.header) for meta in metas]))
+        return table
+
+    def markdown(self) -> MarkdownRows:
+        """The rows' Markdown lines in table order (built with ``markdown``)."""
+        assert self.lines is not None
+        out: list[str] = []
+        for key in self._keys():
+            for lines in self.lines:
+                line = lines.get(key)
+                if line is not None:
+                    out.append(line)
+        return MarkdownRows(out, list(self.numeric))
+
+
+# ---------------------------------------------------------------------------------------
+# reading many reports
+
+
+def _digest_path(path: Path, gate_metrics: GateNeeds | None) -> Digest:
+    report = load_report(path)
+    require_tests(report, path)
+    return digest(report, gate_metrics)
+
+
+def digest_stream(
+    paths: Sequence[Path], gate_metrics: GateNeeds | None = None, *, workers: int | None = None
+) -> Iterator[tuple[str, Digest]]:
+    """``(str(path), digest)`` of reports that must each hold tests, in ``paths`` order,
+    read by forked workers besides this process when there is much to read (``workers``:
+    how many; default from the CPUs and the sizes, see :func:`.parallel.workers_for`).
+
+    Raises the :class:`~.load.ReportError` of the first bad file in ``paths`` order, as
+    reading them one by one would (reports before it are yielded first).
+    """
+    count = workers_for(paths) if workers is None else workers
+    func = functools.partial(_digest_path, gate_metrics=gate_metrics)
+    ready: dict[int, Digest | Exception] = {}
+    next_i = 0
+    with contextlib.closing(shared_map(func, paths, count)) as outcomes:
+        for i, outcome in outcomes:
+            ready[i] = outcome
+            while next_i in ready:
+                got = ready.pop(next_i)
+                if isinstance(got, Exception):
+                    raise got
+                yield str(paths[next_i]), got
+                next_i += 1
+
+
+def load_digests(
+    paths: Sequence[Path], gate_metrics: GateNeeds | None = None, *, workers: int | None = None
+) -> list[Digest]:
+    """:func:`digest_stream` as a list."""
+    return [d for _, d in digest_stream(paths, gate_metrics, workers=workers)]
 
 
 def compare_frame_rows(sources: Sequence[Source]) -> list[dict[str, Any]]:
@@ -183,46 +380,72 @@ def _html(table: Table, verdicts: Sequence[GateVerdict], sources: Sequence[Sourc
     return html_document("pytest-edgeenergy comparison", "\n".join(body) + "\n")
 
 
-def _gates(
-    sources: Sequence[Source], exprs: Sequence[GateExpr], baseline: Path | None
-) -> tuple[list[GateVerdict], list[str]]:
-    """Verdicts for each gated report and messages; raises ReportError on bad input."""
-    verdicts: list[GateVerdict] = []
-    messages: list[str] = []
-    for i, source in enumerate(sources):
-        if baseline is not None:
-            path, base_report, found = find_baseline(baseline, source.report)
-            messages.extend(found)
+class _Gater:
+    """The gates of a comparison, one report at a time in command-line order."""
+
+    def __init__(self, exprs: Sequence[GateExpr], baseline: Path | None) -> None:
+        self.exprs = exprs
+        self.baseline = baseline
+        self.needs = expr_metrics(exprs)
+        self.verdicts: list[GateVerdict] = []
+        self.messages: list[str] = []
+        self.count = 0
+        self.latest: dict[str, tuple[str, GateView | None]] = {}
+        self.loaded: dict[Path, dict[str, Any] | ReportError] = {}
+        self.views: dict[Path, GateView] = {}
+
+    def _load(self, path: Path) -> dict[str, Any]:
+        # One read per baseline file, however many reports look for their baseline.
+        if path not in self.loaded:
+            try:
+                self.loaded[path] = load_report(path)
+            except ReportError as exc:
+                self.loaded[path] = exc
+        found = self.loaded[path]
+        if isinstance(found, ReportError):
+            raise found
+        return found
+
+    def add(self, name: str, new: Digest) -> None:
+        """Gate ``new`` if it has a baseline; raises ReportError or GateExprError."""
+        first = self.count == 0
+        self.count += 1
+        if self.baseline is not None:
+            path, base_report, found = find_baseline(self.baseline, new.header, load=self._load)
+            self.messages.extend(found)
             if base_report is None or path is None:
-                continue
+                return
             base_name = str(path)
+            if path not in self.views:
+                self.views[path] = gate_view(base_report, self.needs)
+            base_view = self.views[path]
         else:
-            if i == 0:
-                continue
-            earlier = [
-                s
-                for s in sources[:i]
-                if s.report["device"]["fingerprint"] == source.report["device"]["fingerprint"]
-            ]
-            if not earlier:
-                messages.append(
-                    f"no baseline for this device: no earlier report of {source.label} "
-                    f"before {source.name}; not gated"
+            fingerprint = new.header["device"]["fingerprint"]
+            earlier = self.latest.get(fingerprint)
+            self.latest[fingerprint] = (name, new.gate)
+            if first:
+                return
+            if earlier is None:
+                self.messages.append(
+                    f"no baseline for this device: no earlier report of {new.label} "
+                    f"before {name}; not gated"
                 )
-                continue
-            base_report, base_name = earlier[-1].report, earlier[-1].name
-        verdict = evaluate(
-            base_report, source.report, exprs, baseline_name=base_name, new_name=source.name
+                return
+            base_name, earlier_view = earlier
+            assert earlier_view is not None  # digested with the gated metrics
+            base_view = earlier_view
+        assert new.gate is not None
+        verdict = evaluate_views(
+            base_view, new.gate, self.exprs, baseline_name=base_name, new_name=name
         )
         gated = [r for r in verdict.rows if r.verdict != "no-baseline"]
         if verdict.rows and not gated:
             raise ReportError(
                 base_name,
-                f"baseline has no results matching {source.name} (same device, but none of "
+                f"baseline has no results matching {name} (same device, but none of "
                 "its tests at the same operating points); wrong baseline?",
             )
-        verdicts.append(verdict)
-    return verdicts, messages
+        self.verdicts.append(verdict)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -251,13 +474,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _append_step_summary(table: Table, verdicts: Sequence[GateVerdict]) -> None:
-    """Append the Markdown comparison to ``$GITHUB_STEP_SUMMARY`` when CI provides one."""
+def _append_step_summary(
+    table: Table, verdicts: Sequence[GateVerdict], markdown: str | None = None
+) -> None:
+    """Append the Markdown comparison to ``$GITHUB_STEP_SUMMARY`` when CI provides one
+    (``markdown``: that text when already rendered)."""
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if not summary:
         return
-    markdown = render_markdown(table)
-    markdown += "".join("\n" + render_verdict(v, "markdown") for v in verdicts)
+    if markdown is None:
+        markdown = render_markdown(table)
+        markdown += "".join("\n" + render_verdict(v, "markdown") for v in verdicts)
     try:
         with open(summary, "a", encoding="utf-8") as handle:
             handle.write(markdown + "\n")
@@ -291,25 +518,49 @@ def _compare_main(argv: Sequence[str] | None) -> int:
         inputs.add(args.baseline.resolve())
     if args.output is not None and args.output.resolve() in inputs:
         return _error(f"--output {args.output} is one of the input reports; not overwritten")
+    gate_metrics = expr_metrics(exprs) if exprs else None
+    builder = _TableBuilder(markdown=fmt == "markdown")
+    gater = _Gater(exprs, args.baseline) if exprs else None
+    sources: list[Source] = []
     try:
-        sources = []
-        for path in args.reports:
-            report = load_report(path)
-            require_tests(report, path)
-            sources.append(Source(str(path), report))
-        verdicts, gate_messages = _gates(sources, exprs, args.baseline) if exprs else ([], [])
+        stream: Iterator[tuple[str, Digest]]
+        if fmt == "html" or args.plots is not None:  # plots need whole reports
+            for path in args.reports:
+                report = load_report(path)
+                require_tests(report, path)
+                sources.append(Source(str(path), report))
+            stream = ((s.name, digest(s.report, gate_metrics)) for s in sources)
+        else:
+            stream = digest_stream(args.reports, gate_metrics)
+        # Each report is tabled and gated as soon as it and all before it are read; an
+        # error of reading wins over a gate's, as when the gates ran after all reading.
+        gate_error: ReportError | GateExprError | None = None
+        for name, report_digest in stream:
+            builder.add(name, report_digest)
+            if gater is not None and gate_error is None:
+                try:
+                    gater.add(name, report_digest)
+                except (ReportError, GateExprError) as exc:
+                    gate_error = exc
+        if gate_error is not None:
+            raise gate_error
     except (ReportError, GateExprError) as exc:
         return _error(str(exc))
-    if exprs and args.baseline is None and len(sources) < 2:
+    if exprs and args.baseline is None and builder.count < 2:
         return _error("--fail needs a --baseline or at least two reports to compare")
+    verdicts = gater.verdicts if gater is not None else []
 
-    table = compare_table(sources)
-    table.notes.extend(gate_messages)
+    table = builder.table()
+    if gater is not None:
+        table.notes.extend(gater.messages)
     try:
         if fmt == "html":
             document = _html(table, verdicts, sources)
         else:
-            document = render(table, fmt)
+            if fmt == "markdown":
+                document = render_markdown(table, rendered=builder.markdown())
+            else:
+                document = render(table, fmt)
             if fmt != "csv":
                 document += "".join("\n" + render_verdict(v, fmt) for v in verdicts)
         if args.output is not None:
@@ -320,7 +571,7 @@ def _compare_main(argv: Sequence[str] | None) -> int:
         if fmt == "csv":
             for verdict in verdicts:
                 sys.stderr.write(render_verdict(verdict, "table"))
-        _append_step_summary(table, verdicts)
+        _append_step_summary(table, verdicts, document if fmt == "markdown" else None)
         if args.plots is not None:
             for png in _plots(sources, args.plots):
                 print(f"wrote {png}", file=sys.stderr)

@@ -18,13 +18,15 @@ Only regressions fail the gate. A baseline from another device is never used.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 from pytest_edgeenergy.report.keys import op_key
 from pytest_edgeenergy.report.load import ReportError, load_report, require_tests
@@ -203,72 +205,188 @@ def _mann_whitney_p(new: Sequence[float], base: Sequence[float], worse_is_higher
     return float(result.pvalue)
 
 
+@dataclass(frozen=True)
+class GateColumn:
+    """One gated metric across a report's tests (position i: the report's test i).
+
+    ``present[i]``: test i has the metric (always False for skipped tests, never judged);
+    ``statistics[s][i]``: statistic ``s`` as :func:`_statistic` reads it; the samples of
+    test i are ``samples[starts[i]:starts[i + 1]]``.
+    """
+
+    present: list[bool]
+    units: list[str | None]
+    statistics: dict[str, list[float | None]]
+    starts: list[int]
+    samples: list[float]
+
+
+@dataclass(frozen=True)
+class GateView:
+    """What the gate reads of one report: its device and, per test in order, id, requested
+    operating point (:func:`.keys.op_key`), status and the gated metrics (by column).
+
+    Kept in plain lists, it is small and quick to pickle next to the report, so reports can
+    be read in worker processes and only their views sent back (see :func:`gate_view`).
+    """
+
+    device: Mapping[str, Any]
+    ids: list[str]
+    ops: list[str]
+    statuses: list[str]
+    metrics: dict[str, GateColumn]
+
+
+GateNeeds = Mapping[str, Collection[str]]
+"""Metric name -> the statistics a gate reads of it."""
+
+
+def expr_metrics(
+    exprs: Iterable[GateExpr], overrides: Mapping[str, Iterable[GateExpr]] | None = None
+) -> dict[str, frozenset[str]]:
+    """The metrics a gate with ``exprs`` (and ``overrides``) reads, with their statistics."""
+    needs: dict[str, set[str]] = {}
+    for expr in itertools.chain(exprs, *(overrides or {}).values()):
+        needs.setdefault(expr.metric, set()).add(expr.statistic)
+    return {name: frozenset(statistics) for name, statistics in needs.items()}
+
+
+def gate_view(report: Mapping[str, Any], needs: GateNeeds) -> GateView:
+    """The part of ``report`` that a gate reading ``needs`` (see :func:`expr_metrics`) reads."""
+    # Repeated strings become one object each, which pickling then writes once.
+    strings: dict[Any, Any] = {}
+    share = strings.setdefault
+    ids: list[str] = []
+    ops: list[str] = []
+    statuses: list[str] = []
+    columns = {
+        name: GateColumn([], [], {s: [] for s in statistics}, [0], [])
+        for name, statistics in needs.items()
+    }
+    plan = [
+        (
+            name,
+            column.present.append,
+            column.units.append,
+            list(column.statistics.items()),
+            column.starts.append,
+            column.samples,
+        )
+        for name, column in columns.items()
+    ]
+    for test in report["tests"]:
+        status = test["status"]
+        status = share(status, status)
+        ids.append(test["id"])
+        ops.append(op_key(test["params"]))
+        statuses.append(status)
+        own = test["metrics"] if status != "skipped" else {}
+        for name, present, units, statistics, starts, samples in plan:
+            metric = own.get(name)
+            if metric is None:
+                present(False)
+                units(None)
+                for _, values in statistics:
+                    values.append(None)
+            else:
+                present(True)
+                unit = metric.get("unit")
+                units(share(unit, unit))
+                stats = metric.get("stats")
+                if stats:  # as _statistic(metric, s) for each s
+                    for s, values in statistics:
+                        value = stats.get(s)
+                        values.append(float(value) if value is not None else None)
+                else:
+                    value = metric.get("value")
+                    number = float(value) if value is not None else None
+                    for _, values in statistics:
+                        values.append(number)
+                samples += metric.get("samples") or ()
+            starts(len(samples))
+    return GateView(report["device"], ids, ops, statuses, columns)
+
+
+# A GateRow from a full tuple of its fields, without the Python-level __new__ (rows by the
+# hundred thousand).
+_new_row = cast("Callable[[tuple[Any, ...]], GateRow]", functools.partial(tuple.__new__, GateRow))
+
+
 def _judge(
     test_id: str,
     expr: GateExpr,
-    base_test: Mapping[str, Any],
-    new_test: Mapping[str, Any],
+    base: GateView,
+    j: int,
+    new: GateView,
+    i: int,
     alpha: float,
     min_samples: int,
 ) -> GateRow:
-    def row(verdict: Verdict, note: str = "", **values: Any) -> GateRow:
-        return GateRow(
-            test_id,
-            expr.metric,
-            expr.statistic,
-            expr.threshold_text,
-            values.get("baseline"),
-            values.get("new"),
-            values.get("change_pct"),
-            values.get("p_value"),
-            verdict,
-            note,
-        )
-
-    for side, test in (("new", new_test), ("baseline", base_test)):
-        if test["status"] != "passed":
-            return row("insufficient", f"{side} result is {test['status']}")
-    base_metric = base_test["metrics"].get(expr.metric)
-    new_metric = new_test["metrics"][expr.metric]
-    if base_metric is None:
-        return row("insufficient", f"baseline has no {expr.metric}")
-    if not expr.relative and unit_family(new_metric["unit"]) != expr.family:
+    """Test i of ``new`` (which has the metric) against test j of ``base``."""
+    metric, statistic, threshold = expr.metric, expr.statistic, expr.threshold_text
+    status = new.statuses[i]
+    if status != "passed":
+        note = f"new result is {status}"
+        return _new_row((test_id, metric, statistic, threshold, None, None, None, None, _INS, note))
+    status = base.statuses[j]
+    if status != "passed":
+        note = f"baseline result is {status}"
+        return _new_row((test_id, metric, statistic, threshold, None, None, None, None, _INS, note))
+    base_column = base.metrics.get(metric)
+    new_column = new.metrics[metric]
+    if base_column is None or not base_column.present[j]:
+        note = f"baseline has no {metric}"
+        return _new_row((test_id, metric, statistic, threshold, None, None, None, None, _INS, note))
+    if not expr.relative and unit_family(str(new_column.units[i])) != expr.family:
         raise GateExprError(
             f"gate expression {expr.text!r}: unit {expr.family} does not match "
-            f"{expr.metric} in {new_metric['unit']}\n{ALLOWED_FORMS}"
+            f"{metric} in {new_column.units[i]}\n{ALLOWED_FORMS}"
         )
-    base = _statistic(base_metric, expr.statistic)
-    new = _statistic(new_metric, expr.statistic)
-    if base is None or new is None:
-        return row("insufficient", "no value", baseline=base, new=new)
-    delta = new - base
-    change_pct = delta / abs(base) * 100.0 if base != 0 else None
-    values: dict[str, Any] = {"baseline": base, "new": new, "change_pct": change_pct}
+    base_value = base_column.statistics[statistic][j]
+    new_value = new_column.statistics[statistic][i]
+    if base_value is None or new_value is None:
+        no_value = (base_value, new_value, None, None, _INS, "no value")
+        return _new_row((test_id, metric, statistic, threshold, *no_value))
+    delta = new_value - base_value
+    change_pct = delta / abs(base_value) * 100.0 if base_value != 0 else None
     if expr.relative:
-        over = base != 0 and abs(delta) > expr.threshold * abs(base)
-        over = over or (base == 0 and delta != 0)
+        over = base_value != 0 and abs(delta) > expr.threshold * abs(base_value)
+        over = over or (base_value == 0 and delta != 0)
     else:
         over = abs(delta) > expr.threshold
     if not over:
-        return row("within", **values)
-    base_samples = base_metric.get("samples") or []
-    new_samples = new_metric.get("samples") or []
+        within = (base_value, new_value, change_pct, None, _OK, "")
+        return _new_row((test_id, metric, statistic, threshold, *within))
+    base_samples = base_column.samples[base_column.starts[j] : base_column.starts[j + 1]]
+    new_samples = new_column.samples[new_column.starts[i] : new_column.starts[i + 1]]
     n_base, n_new = len(base_samples), len(new_samples)
     if min(n_base, n_new) < min_samples or _min_attainable_p(n_new, n_base) >= alpha:
-        return row(
-            "insufficient",
+        note = (
             f"not enough repeats to judge ({n_base} baseline, {n_new} new; "
-            f"need >= {min_samples} each and enough for p < {alpha:g})",
-            **values,
+            f"need >= {min_samples} each and enough for p < {alpha:g})"
         )
-    worse_is_higher = expr.metric not in HIGHER_IS_BETTER
+        return GateRow(
+            test_id, metric, statistic, threshold, base_value, new_value, change_pct, None, _INS,
+            note,
+        )  # fmt: skip
+    worse_is_higher = metric not in HIGHER_IS_BETTER
     got_worse = (delta > 0) == worse_is_higher
     # One-sided test in the direction of the observed change.
     p_value = _mann_whitney_p(new_samples, base_samples, worse_is_higher == got_worse)
-    values["p_value"] = p_value
     if p_value >= alpha:
-        return row("within", f"change not significant (p={p_value:.3g})", **values)
-    return row("regression" if got_worse else "improvement", **values)
+        note = f"change not significant (p={p_value:.3g})"
+        return GateRow(
+            test_id, metric, statistic, threshold, base_value, new_value, change_pct, p_value,
+            "within", note,
+        )  # fmt: skip
+    verdict: Verdict = "regression" if got_worse else "improvement"
+    return GateRow(
+        test_id, metric, statistic, threshold, base_value, new_value, change_pct, p_value, verdict
+    )
+
+
+_INS: Verdict = "insufficient"
+_OK: Verdict = "within"
 
 
 def evaluate(
@@ -289,8 +407,40 @@ def evaluate(
     """
     parsed = [_as_expr(e) for e in exprs]
     own = {tid: [_as_expr(e) for e in es] for tid, es in (overrides or {}).items()}
+    needs = expr_metrics(parsed, own)
+    if baseline_report["device"]["fingerprint"] != new_report["device"]["fingerprint"]:
+        # Views are not needed to say so; the device is all that is read.
+        base_view = GateView(baseline_report["device"], [], [], [], {})
+        new_view = GateView(new_report["device"], [], [], [], {})
+    else:
+        base_view, new_view = gate_view(baseline_report, needs), gate_view(new_report, needs)
+    return evaluate_views(
+        base_view,
+        new_view,
+        parsed,
+        own,
+        alpha=alpha,
+        min_samples=min_samples,
+        baseline_name=baseline_name,
+        new_name=new_name,
+    )
+
+
+def evaluate_views(
+    baseline: GateView,
+    new: GateView,
+    exprs: Sequence[GateExpr],
+    overrides: Mapping[str, Sequence[GateExpr]] | None = None,
+    *,
+    alpha: float = 0.05,
+    min_samples: int = 3,
+    baseline_name: str = "baseline",
+    new_name: str = "this run",
+) -> GateVerdict:
+    """:func:`evaluate` on views holding every metric and statistic the expressions read."""
+    own = overrides or {}
     verdict = GateVerdict(baseline=baseline_name, new=new_name)
-    base_device, new_device = baseline_report["device"], new_report["device"]
+    base_device, new_device = baseline.device, new.device
     if base_device["fingerprint"] != new_device["fingerprint"]:
         verdict.device_matched = False
         verdict.messages.append(
@@ -299,19 +449,23 @@ def evaluate(
             f"({new_device['fingerprint']}); not gated"
         )
         return verdict
-    baseline_tests = {(t["id"], op_key(t["params"])): t for t in baseline_report["tests"]}
-    for test in new_report["tests"]:
-        if test["status"] == "skipped":
+    # The last of tests sharing an id and operating point is the one compared.
+    baseline_tests = {key: j for j, key in enumerate(zip(baseline.ids, baseline.ops, strict=True))}
+    rows = verdict.rows
+    columns = new.metrics
+    for i, (test_id, op, status) in enumerate(zip(new.ids, new.ops, new.statuses, strict=True)):
+        if status == "skipped":
             continue
-        test_exprs = _exprs_for(test["id"], parsed, own)
-        base_test = baseline_tests.get((test["id"], op_key(test["params"])))
+        test_exprs = _exprs_for(test_id, exprs, own) if own else exprs
+        j = baseline_tests.get((test_id, op))
         for expr in test_exprs:
-            if expr.metric not in test["metrics"]:
+            column = columns.get(expr.metric)
+            if column is None or not column.present[i]:
                 continue
-            if base_test is None:
-                verdict.rows.append(
+            if j is None:
+                rows.append(
                     GateRow(
-                        test["id"],
+                        test_id,
                         expr.metric,
                         expr.statistic,
                         expr.threshold_text,
@@ -324,7 +478,7 @@ def evaluate(
                     )
                 )
                 continue
-            verdict.rows.append(_judge(test["id"], expr, base_test, test, alpha, min_samples))
+            rows.append(_judge(test_id, expr, baseline, j, new, i, alpha, min_samples))
     return verdict
 
 
@@ -340,7 +494,10 @@ def _started(report: Mapping[str, Any]) -> float:
 
 
 def find_baseline(
-    baseline: Path, new_report: Mapping[str, Any]
+    baseline: Path,
+    new_report: Mapping[str, Any],
+    *,
+    load: Callable[[Path], dict[str, Any]] = load_report,
 ) -> tuple[Path | None, dict[str, Any] | None, list[str]]:
     """The baseline report for ``new_report``'s device: ``baseline`` itself when it is a
     file, else the newest report in that directory with the same device fingerprint.
@@ -348,6 +505,8 @@ def find_baseline(
     Returns ``(path, report, messages)``; path and report are None when there is no baseline
     for this device (not an error). A baseline *file* that is not a valid report raises
     :class:`ReportError`; unreadable files in a directory are skipped with a message.
+    ``load`` reads a report (:func:`~.load.load_report`; a caching one when called often).
+    ``new_report`` needs only its header (``device``, ``run_id``).
     """
     messages: list[str] = []
     fingerprint = new_report["device"]["fingerprint"]
@@ -355,7 +514,7 @@ def find_baseline(
     if not baseline.exists():
         raise ReportError(baseline, "baseline file or directory does not exist")
     if baseline.is_file():
-        report = load_report(baseline)
+        report = load(baseline)
         require_tests(report, baseline)
         if report["device"]["fingerprint"] != fingerprint:
             messages.append(
@@ -367,7 +526,7 @@ def find_baseline(
     best: tuple[float, Path, dict[str, Any]] | None = None
     for path in sorted(baseline.glob("*.json")):
         try:
-            report = load_report(path)
+            report = load(path)
         except ReportError as exc:
             messages.append(f"skipped baseline candidate {exc}")
             continue

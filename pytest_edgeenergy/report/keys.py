@@ -44,9 +44,31 @@ def op_key(params: Mapping[str, Any]) -> str:
     The requested values, not the read-back ones, so that two runs asking for the same point
     match even when the clocks settle a step apart; :data:`DEFAULT_OP` when nothing pinned.
     """
-    requested = _op_dict(params, "requested")
+    op = params.get("operating_point")
+    requested = op.get("requested") if type(op) is dict else None
+    if type(requested) is not dict:
+        requested = _op_dict(params, "requested")
     if not requested:
         return DEFAULT_OP
+    if not _CACHEABLE.issuperset(map(type, requested.values())):
+        return _op_key(requested)
+    # Reports repeat a handful of operating points thousands of times. Only int and str
+    # values are cached: among them equal items format equally (True == 1 == 1.0 would not).
+    items = tuple(requested.items())
+    key = _OP_KEYS.get(items)
+    if key is None:
+        if len(_OP_KEYS) >= _OP_KEYS_MAX:
+            _OP_KEYS.clear()
+        key = _OP_KEYS[items] = _op_key(requested)
+    return key
+
+
+_CACHEABLE = frozenset({int, str})
+_OP_KEYS: dict[tuple[tuple[Any, Any], ...], str] = {}
+_OP_KEYS_MAX = 4096
+
+
+def _op_key(requested: Mapping[str, Any]) -> str:
     return ",".join([f"{k}={_fmt(v)}" for k, v in sorted(requested.items())])
 
 
@@ -97,6 +119,11 @@ class JoinKey(NamedTuple):
     precision: str | None
     op: str
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Unpickled by tuple.__new__, not by the generated Python __new__: digests carry
+        # thousands of keys between processes.
+        return (tuple.__new__, (type(self), tuple(self)))
+
     def sort_key(self) -> tuple[str, int, str, str, str]:
         return (
             self.workload,
@@ -107,14 +134,22 @@ class JoinKey(NamedTuple):
         )
 
 
+_new_key = tuple.__new__
+
+
 def join_key(entry: Mapping[str, Any]) -> JoinKey:
     """Workload x batch size x graph mode x precision x operating point of a test entry."""
     params = entry.get("params") or {}
     batch = params.get("batch_size")
-    return JoinKey(
-        workload_of(entry),
-        int(batch) if batch is not None else None,
-        params.get("graph_mode"),
-        params.get("precision"),
-        op_key(params),
+    workload = params.get("workload")
+    key: JoinKey = _new_key(
+        JoinKey,
+        (
+            str(workload) if workload else str(entry["id"]).split("[", 1)[0],
+            int(batch) if batch is not None else None,
+            params.get("graph_mode"),
+            params.get("precision"),
+            op_key(params),
+        ),
     )
+    return key

@@ -1,0 +1,207 @@
+"""Reading reports in forked workers: the same digests, the same first error, the same output."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import pickle
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_edgeenergy.report import compare
+from pytest_edgeenergy.report.compare import (
+    compare_main,
+    compare_table,
+    digest,
+    digest_stream,
+    digest_table,
+    load_digests,
+)
+from pytest_edgeenergy.report.gate import expr_metrics, parse_expr
+from pytest_edgeenergy.report.load import ReportError, load_report
+from pytest_edgeenergy.report.parallel import (
+    MAX_WORKERS,
+    can_fork,
+    cpu_count,
+    shared_map,
+    workers_for,
+)
+from pytest_edgeenergy.report.synthetic import synthetic_report
+from pytest_edgeenergy.report.tables import render_markdown
+
+needs_fork = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="workers are forked on Linux only"
+)
+
+GATES = ["energy_per_item:mean:5%", "latency_p90:median:10%"]
+NEEDS = expr_metrics([parse_expr(g) for g in GATES])
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> list[Path]:
+    out = []
+    for i in range(6):
+        report = synthetic_report(
+            sim_model=("agx-orin", "nano")[i % 2],
+            seed=i,
+            n_tests=24,
+            energy_scale=1.0 + 0.08 * (i // 2),
+        )
+        if i == 3:  # a skipped test, a duplicate key and a fallback latency
+            report["tests"][0]["status"] = "skipped"
+            report["tests"].append(report["tests"][1])
+            report["tests"][2]["metrics"].pop("latency_p90")
+        path = tmp_path / f"r{i}.json"
+        path.write_text(json.dumps(report))
+        out.append(path)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """Digests as plain data, for comparing digests made in different processes."""
+    return pickle.loads(pickle.dumps(value))
+
+
+# -- shared_map ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("workers", [0, 1, 2])
+def test_shared_map_gives_every_result_once_and_errors_as_values(workers: int) -> None:
+    if workers and not can_fork():
+        pytest.skip("forking is not possible in this process")
+    items = [4.0, 9.0, -1.0, 16.0, 25.0, -4.0, 36.0]
+    got = dict(shared_map(math.sqrt, items, workers))
+    assert sorted(got) == list(range(len(items)))
+    for i, item in enumerate(items):
+        if item < 0:
+            assert isinstance(got[i], ValueError)
+        else:
+            assert got[i] == math.sqrt(item)
+
+
+_PARENT = os.getpid()
+
+
+def _double_here_only(x: int) -> int:
+    if os.getpid() != _PARENT:
+        os._exit(3)  # a worker dies as if killed
+    return 2 * x
+
+
+# Before Python 3.12 the pool's own thread may trip over an item taken back (cancelled)
+# while it marks the items of the broken pool; shared_map takes them all back then.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_items_of_a_dead_worker_are_done_here() -> None:
+    if not can_fork():
+        pytest.skip("forking is not possible in this process")
+    got = dict(shared_map(_double_here_only, list(range(8)), 2))
+    assert got == {i: 2 * i for i in range(8)}
+
+
+def test_no_workers_for_small_inputs_or_a_single_file(paths: list[Path]) -> None:
+    assert workers_for(paths) == 0  # far below the size that pays for workers
+    assert workers_for(paths[:1], min_bytes=0) == 0
+    if can_fork():
+        expected = min(cpu_count() - 1, len(paths) - 1, MAX_WORKERS)
+        assert workers_for(paths, min_bytes=0) == expected
+
+
+# -- digests ---------------------------------------------------------------------------------
+
+
+@needs_fork
+@pytest.mark.parametrize("workers", [1, 3])
+def test_digests_from_workers_equal_digests_read_here(paths: list[Path], workers: int) -> None:
+    here = load_digests(paths, NEEDS, workers=0)
+    there = load_digests(paths, NEEDS, workers=workers)
+    assert _plain(there) == _plain(here)
+    assert [d.header["run_id"] for d in there] == [load_report(p)["run_id"] for p in paths]
+    assert here[3].duplicates == 1 and here[3].fallback
+
+
+@needs_fork
+@pytest.mark.parametrize("workers", [0, 2])
+def test_the_first_bad_file_in_order_is_the_error(paths: list[Path], workers: int) -> None:
+    paths[4].write_text("{")
+    paths[2].write_text('{"a": 1}')
+    seen = []
+    with pytest.raises(ReportError) as info:
+        for name, _ in digest_stream(paths, NEEDS, workers=workers):
+            seen.append(name)
+    assert info.value.path == paths[2]
+    assert str(info.value) == f"{paths[2]}: not a pytest-edgeenergy report (top-level keys: a)"
+    assert seen == [str(p) for p in paths[:2]]
+
+
+def test_report_error_survives_pickling_as_worded() -> None:
+    error = ReportError("./some/../r.json", "truncated JSON: the text ends early")
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is ReportError
+    assert str(back) == str(error) == "./some/../r.json: truncated JSON: the text ends early"
+    assert back.path == error.path and back.problem == error.problem
+
+
+def test_digest_table_equals_compare_table(paths: list[Path]) -> None:
+    sources = [compare.Source(str(p), load_report(p)) for p in paths]
+    table = compare_table(sources)
+    again = digest_table([(s.name, digest(s.report, NEEDS)) for s in sources])
+    assert again == table
+    assert len(table.rows) == sum(
+        len({(t["id"]) for t in s.report["tests"] if t["status"] != "skipped"}) for s in sources
+    )
+
+
+def test_markdown_rendered_report_by_report_equals_the_whole_table(paths: list[Path]) -> None:
+    digests = [(str(p), digest(load_report(p))) for p in paths]
+    whole = compare._TableBuilder()
+    ahead = compare._TableBuilder(markdown=True)
+    for name, d in digests:
+        whole.add(name, d)
+        ahead.add(name, d)
+    table = whole.table()
+    assert render_markdown(ahead.table(), rendered=ahead.markdown()) == render_markdown(table)
+    assert ahead.table().notes == table.notes
+
+
+# -- compare end to end ----------------------------------------------------------------------
+
+
+def _compare(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = compare_main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+@needs_fork
+@pytest.mark.parametrize("fmt", ["markdown", "table", "csv"])
+def test_compare_output_is_the_same_with_workers(
+    paths: list[Path], fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    argv = [str(p) for p in paths] + ["--format", fmt]
+    for gate in GATES:
+        argv += ["--fail", gate]
+    alone = _compare(argv)
+    monkeypatch.setattr(compare, "workers_for", lambda _paths: 2)
+    shared = _compare(argv)
+    assert shared == alone
+    code, out, err = alone
+    assert code == 1 and "REGRESSION" in (err if fmt == "csv" else out)
+
+
+@needs_fork
+def test_bad_file_with_workers_exits_2_naming_it(
+    paths: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths[1].write_text(json.dumps(synthetic_report(n_tests=0)))
+    monkeypatch.setattr(compare, "workers_for", lambda _paths: 2)
+    code, out, err = _compare([str(p) for p in paths] + ["--fail", GATES[0]])
+    assert code == 2 and out == ""
+    problem = "has no test results (the session finished no test)"
+    assert err == f"edgeenergy compare: error: {paths[1]}: {problem}\n"
