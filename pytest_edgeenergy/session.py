@@ -208,9 +208,25 @@ class EnergySession:
 
     @contextmanager
     def window(self, nodeid: str, label: str) -> Iterator[Window]:
-        """Measure the body as one energy window attributed to test ``nodeid``."""
+        """Measure the body as one energy window attributed to test ``nodeid``, with the
+        share of time each CPU/GPU clock spent at each frequency (``extra.residency``)."""
+        from .control.residency import ResidencySampler, residency_to_json
+
         self.open()
-        assert self.meter is not None
-        with self.meter.window(label) as w:
-            yield w
-        self.record(nodeid).windows.append(w.result)
+        assert self.meter is not None and self.board is not None
+        residency = ResidencySampler(self.board, interval_s=RESIDENCY_INTERVAL_S)
+        residency.start()
+        try:
+            with self.meter.window(label) as w:
+                yield w
+        finally:
+            shares = residency.stop()
+        rec = self.record(nodeid)
+        rec.windows.append(w.result)
+        rec.extra.setdefault("residency", []).append(
+            {"window": label, "shares": residency_to_json(shares)}
+        )
+
+
+RESIDENCY_INTERVAL_S = 0.05
+"""How often ``cur_freq`` is read during a window for frequency residency."""

@@ -233,15 +233,52 @@ def test_p(energy, operating_point, batch_size):
         del os.environ["EDGEENERGY_GPU_FREQ"]
 
 
-def test_dry_run_prints_writes_and_changes_nothing(
-    pytester: pytest.Pytester, board: Path
-) -> None:
+def test_dry_run_prints_writes_and_changes_nothing(pytester: pytest.Pytester, board: Path) -> None:
     pytester.makepyfile(test_p="def test_p(energy, operating_point):\n    pass\n")
     before = tree_digest(board)
     result = pytester.runpytest_subprocess(
-        f"--edge-root={board}", "--edge-idle-s=0", "--gpu-freq=max", "--edge-dry-run",
-        "-s", "-p", "no:cacheprovider",
+        f"--edge-root={board}",
+        "--edge-idle-s=0",
+        "--gpu-freq=max",
+        "--edge-dry-run",
+        "-s",
+        "-p",
+        "no:cacheprovider",
     )
     result.assert_outcomes(passed=1)
     assert "max_freq" in result.stdout.str() + result.stderr.str()
     assert changed(before, tree_digest(board)) == []
+
+
+def test_window_records_frequency_residency(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    import json
+
+    pytester.makepyfile(
+        test_r="""
+import time
+
+def test_r(energy, operating_point):
+    time.sleep(0.3)  # let the virtual board's DVFS settle on the pinned clock
+    with energy.window("w"):
+        time.sleep(0.5)
+"""
+    )
+    report = tmp_path / "r.json"
+    result = pytester.runpytest_subprocess(
+        "--edge-board=sim:orin-nano",
+        "--edge-idle-s=0",
+        "--gpu-freq=612MHz",
+        f"--edge-report={report}",
+        "-p",
+        "no:cacheprovider",
+    )
+    result.assert_outcomes(passed=1)
+    entry = json.loads(report.read_text())["tests"][0]
+    (window,) = entry["extra"]["residency"]
+    assert window["window"] == "w"
+    assert window["shares"]["gpu"] == {"612000000": 1.0}
+    assert (
+        abs(sum(window["shares"]["cpu0"].values()) - 1.0) < 1e-6
+        if "cpu0" in window["shares"]
+        else True
+    )
