@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .board.detect import Board
     from .control.operating_point import OperatingPoint
     from .meters.meter import IdleBaseline, Window, WindowResult
-    from .session import EnergySession
+    from .session import EnergySession, OpenWindow
 
 SESSION_KEY = pytest.StashKey["EnergySession"]()
 
@@ -275,8 +275,13 @@ class EnergyFixture:
 
     @contextmanager
     def window(self, label: str = "window") -> Iterator[Window]:
+        """``with energy.window("x") as w: ...`` then ``w.result``."""
         with self._session.window(self._nodeid, label) as w:
             yield w
+
+    def begin(self, label: str = "window") -> OpenWindow:
+        """``w = energy.begin("x")`` ... ``result = w.end()``."""
+        return self._session.begin(self._nodeid, label)
 
 
 @pytest.fixture

@@ -206,26 +206,57 @@ class EnergySession:
             self.report_errors.append(f"report not finished: {e}")
         return self.report_path
 
-    @contextmanager
-    def window(self, nodeid: str, label: str) -> Iterator[Window]:
-        """Measure the body as one energy window attributed to test ``nodeid``, with the
-        share of time each CPU/GPU clock spent at each frequency (``extra.residency``)."""
-        from .control.residency import ResidencySampler, residency_to_json
+    def begin(self, nodeid: str, label: str) -> OpenWindow:
+        """Open an energy window attributed to test ``nodeid``; ``.end()`` closes it."""
+        from .control.residency import ResidencySampler
 
         self.open()
         assert self.meter is not None and self.board is not None
         residency = ResidencySampler(self.board, interval_s=RESIDENCY_INTERVAL_S)
         residency.start()
         try:
-            with self.meter.window(label) as w:
-                yield w
+            window = self.meter.begin(label)
+        except BaseException:
+            residency.stop()
+            raise
+        return OpenWindow(self.record(nodeid), label, window, residency)
+
+    @contextmanager
+    def window(self, nodeid: str, label: str) -> Iterator[Window]:
+        """Measure the body as one energy window (see :meth:`begin`)."""
+        handle = self.begin(nodeid, label)
+        try:
+            yield handle.window
         finally:
-            shares = residency.stop()
-        rec = self.record(nodeid)
-        rec.windows.append(w.result)
-        rec.extra.setdefault("residency", []).append(
-            {"window": label, "shares": residency_to_json(shares)}
+            handle.end()
+
+
+class OpenWindow:
+    """An energy window in progress; :meth:`end` records its result (and the share of time
+    each CPU/GPU clock spent at each frequency, in the test's ``extra.residency``)."""
+
+    def __init__(self, rec: TestEnergy, label: str, window: Window, residency: Any) -> None:
+        self._rec = rec
+        self.label = label
+        self.window = window
+        self._residency = residency
+        self.result: WindowResult | None = None
+
+    def end(self) -> WindowResult:
+        """Close the window (once; later calls return the same result)."""
+        if self.result is not None:
+            return self.result
+        from .control.residency import residency_to_json
+
+        try:
+            self.result = self.window.end()
+        finally:
+            shares = self._residency.stop()
+        self._rec.windows.append(self.result)
+        self._rec.extra.setdefault("residency", []).append(
+            {"window": self.label, "shares": residency_to_json(shares)}
         )
+        return self.result
 
 
 RESIDENCY_INTERVAL_S = 0.05

@@ -250,3 +250,24 @@ def test_edge_root_on_created_tree(pytester: pytest.Pytester, animated_board: An
     assert root.is_dir() and (root / "etc").is_dir()
     assert proc.running
     assert os.access(root / LOAD_OVERRIDE, os.R_OK)
+
+
+def test_begin_end_records_like_the_context_manager(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_be="""
+import time
+
+def test_be(energy):
+    w = energy.begin("manual")
+    time.sleep(0.3)
+    r = w.end()
+    assert w.end() is r  # ending twice gives the same result
+    assert r.valid and r.total.energy_j > 0 and r.label == "manual"
+    assert energy.results == [r]
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "--edge-board=sim:xavier-nx", "--edge-idle-s=0.2", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_be.py::test_be*manual*passed*yes*"])
