@@ -175,3 +175,13 @@ def test_git_info(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("b")
     changed = git_info(tmp_path)
     assert changed is not None and changed["dirty"] is True
+
+
+@pytest.mark.parametrize(
+    "pair", [(5e-324, 5e-324), (1e308, 1.5e308), (-1.7e308, -1e308), (-1e308, 1e308)]
+)
+def test_median_of_two_neither_underflows_nor_overflows(pair: tuple[float, float]) -> None:
+    stats = compute_stats(list(pair))
+    assert stats is not None
+    assert min(pair) <= stats["median"] <= max(pair)
+    assert math.isfinite(stats["median"])

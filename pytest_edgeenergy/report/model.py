@@ -370,6 +370,14 @@ def _finite(x: float | None) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _midpoint(lo: float, hi: float) -> float:
+    """(lo + hi) / 2 for lo <= hi, without overflow for huge values of one sign and without
+    underflow for tiny ones (halving each subnormal first would give 0)."""
+    if (lo >= 0) == (hi >= 0):
+        return lo + (hi - lo) / 2
+    return (lo + hi) / 2
+
+
 def compute_stats(samples: Iterable[float]) -> Stats | None:
     """Mean, median, sample stdev, min, max and 95 % t-interval of finite samples.
 
@@ -384,7 +392,7 @@ def compute_stats(samples: Iterable[float]) -> Stats | None:
     scaled = [x / scale for x in xs]
     mean = math.fsum(scaled) / n * scale
     mid = n // 2
-    median = xs[mid] if n % 2 else xs[mid - 1] / 2 + xs[mid] / 2
+    median = xs[mid] if n % 2 else _midpoint(xs[mid - 1], xs[mid])
     stdev: float | None = None
     low: float | None = None
     high: float | None = None
