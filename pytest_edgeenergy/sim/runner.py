@@ -24,6 +24,7 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Generic, TypeVar
 
 from ..board.sysfs import format_cpu_list
 from .dvfs import pick_freq
@@ -41,6 +42,7 @@ LOCK_FILE = f"{TRUTH_DIR}/runner.lock"
 CPU_DIR = "sys/devices/system/cpu"
 THERMAL_TAU_S = 20.0
 THERMAL_PERIOD_S = 0.1
+_V = TypeVar("_V")
 KNOB_PERIOD_S = 0.02
 """Knob files (governors, limits, online CPUs, caps) are re-read at most this often."""
 
@@ -117,57 +119,57 @@ class _Files:
         self.fds = []
 
 
-class _Reader:
-    """An open knob file read with ``pread`` and parsed to int, keeping the last good value.
-
-    The text is parsed again only when its bytes changed.
-    """
+class _FileValue(Generic[_V]):
+    """An open knob file read with ``pread``, keeping the last good value; the text is
+    parsed again only when its bytes changed."""
 
     __slots__ = ("fd", "files", "raw", "value")
 
-    def __init__(self, path: Path, default: int, files: _Files) -> None:
+    def __init__(self, path: Path, default: _V, files: _Files) -> None:
         self.fd = files.open(path, os.O_RDONLY)
         self.files = files
         self.raw = b""
         self.value = default
+
+    def _parse(self, token: str) -> _V:
+        raise NotImplementedError
+
+    def get(self) -> _V:
+        if self.fd >= 0 and self.files.scan:
+            try:
+                raw = os.pread(self.fd, 64, 0)
+            except OSError:
+                return self.value
+            if raw != self.raw:
+                self.raw = raw
+                parts = raw.split()
+                if parts:
+                    self.value = self._parse(parts[0].decode("ascii", "replace"))
+        return self.value
+
+
+class _Reader(_FileValue[int]):
+    """A knob file holding a number."""
+
+    __slots__ = ()
+
+    def _parse(self, token: str) -> int:
+        return _int(token, self.value)
 
     def int(self) -> int:
-        if self.fd >= 0 and self.files.scan:
-            try:
-                raw = os.pread(self.fd, 64, 0)
-            except OSError:
-                return self.value
-            if raw != self.raw:
-                self.raw = raw
-                parts = raw.split()
-                if parts:
-                    self.value = _int(parts[0].decode("ascii", "replace"), self.value)
-        return self.value
+        return self.get()
 
 
-class _TextReader:
-    """Like :class:`_Reader` for a word (a governor name)."""
+class _TextReader(_FileValue[str]):
+    """A knob file holding a word (a governor name)."""
 
-    __slots__ = ("fd", "files", "raw", "value")
+    __slots__ = ()
 
-    def __init__(self, path: Path, default: str, files: _Files) -> None:
-        self.fd = files.open(path, os.O_RDONLY)
-        self.files = files
-        self.raw = b""
-        self.value = default
+    def _parse(self, token: str) -> str:
+        return token
 
     def text(self) -> str:
-        if self.fd >= 0 and self.files.scan:
-            try:
-                raw = os.pread(self.fd, 64, 0)
-            except OSError:
-                return self.value
-            if raw != self.raw:
-                self.raw = raw
-                parts = raw.split()
-                if parts:
-                    self.value = parts[0].decode("ascii", "replace")
-        return self.value
+        return self.get()
 
 
 class _Writer:
