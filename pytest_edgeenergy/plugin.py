@@ -80,22 +80,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _report_settings(config: pytest.Config) -> dict[str, object]:
-    """The options that shaped this run, for the report's ``settings``."""
-    out: dict[str, object] = {}
-    for table in (settings_mod.OPTIONS, settings_mod.GRID_OPTIONS, settings_mod.CONTROL_OPTIONS):
-        for key, opt in table.items():
-            dest = {"board": "edge_board"}.get(key)
-            for name in (dest, f"edge_{opt.ini[5:]}", f"edge_grid_{key}", f"edge_ctl_{key}"):
-                if name is None:
-                    continue
-                try:
-                    v = config.getoption(name)
-                except ValueError:
-                    continue
-                if v is not None:
-                    out[opt.flag.lstrip("-")] = v
-                    break
-    return out
+    """The options that shaped this run (every ``edge_*`` option given), for the report."""
+    return {
+        key: value
+        for key, value in sorted(vars(config.option).items())
+        if key.startswith("edge_") and value not in (None, False, [])
+    }
 
 
 def _xdist_workers(config: pytest.Config) -> bool:
