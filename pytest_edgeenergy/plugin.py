@@ -212,14 +212,18 @@ def pytest_runtest_makereport(
         if marker is not None:
             es.gate_overrides[item.nodeid] = [str(a) for a in marker.args]
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        rec.status = "skipped" if report.skipped else report.outcome
+        rec.status = (
+            "skipped"
+            if report.skipped
+            else "error"
+            if report.when == "setup"  # a fixture failed: the test never ran
+            else report.outcome
+        )
         rec.duration_s = report.duration
         if report.skipped and isinstance(report.longrepr, tuple):
             rec.reason = str(report.longrepr[2])
-        elif report.failed:
-            rec.reason = (
-                report.longreprtext.strip().splitlines()[-1] if report.longreprtext else None
-            )
+        elif report.failed and call.excinfo is not None:
+            rec.reason = call.excinfo.exconly().strip().splitlines()[0]
     if report.when == "teardown":
         from .bench.fixture import bench_of
 

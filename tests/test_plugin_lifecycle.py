@@ -166,3 +166,32 @@ def test_existing_report_of_another_run_is_a_usage_error(
     again.stderr.fnmatch_lines([f"*{report}*exists and holds another run*"])
     assert "INTERNALERROR" not in again.stdout.str() + again.stderr.str()
     assert report.read_bytes() == before  # nothing overwritten
+
+
+def test_setup_failure_is_reported_as_error(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    import json
+
+    pytester.makepyfile(
+        test_e="""
+import pytest
+
+@pytest.fixture
+def broken(energy):
+    raise RuntimeError("the model file is missing")
+
+def test_e(broken):
+    pass
+"""
+    )
+    report = tmp_path / "r.json"
+    result = pytester.runpytest_subprocess(
+        "--edge-board=sim:nano",
+        "--edge-idle-s=0",
+        f"--edge-report={report}",
+        "-p",
+        "no:cacheprovider",
+    )
+    result.assert_outcomes(errors=1)
+    (entry,) = json.loads(report.read_text())["tests"]
+    assert entry["status"] == "error"
+    assert "the model file is missing" in entry["reason"]
