@@ -230,3 +230,26 @@ def test_broken_json_is_worded_the_same_by_either_parser(tmp_path: Path) -> None
 def test_orjson_is_used_when_installed() -> None:
     pytest.importorskip("orjson")
     assert load_module._orjson_loads is not None
+
+
+def test_integers_beyond_64_bits_survive_the_round_trip(tmp_path: Path) -> None:
+    import pytest_edgeenergy.report.load as load_mod
+    from pytest_edgeenergy.report.model import build_result
+    from pytest_edgeenergy.report.writer import ReportWriter
+
+    big = -9223372036854775809  # one below int64: orjson would read it as a float
+    path = tmp_path / "big.json"
+    writer = ReportWriter(path, _header_for_big_ints(), overwrite=True)
+    writer.add_test(build_result("t::a", status="passed", params={"seed": big, "n": 2**70}))
+    writer.finish()
+    params = load_mod.load_report(path)["tests"][0]["params"]
+    assert params["seed"] == big and isinstance(params["seed"], int)
+    assert params["n"] == 2**70
+
+
+def _header_for_big_ints() -> dict[str, object]:
+    from pytest_edgeenergy.board.types import Identity, RailMap
+    from pytest_edgeenergy.report.model import build_device, build_header
+
+    device = build_device(Identity(model="x", simulated=True, sim_model="nano"), RailMap((), None))
+    return dict(build_header(device))

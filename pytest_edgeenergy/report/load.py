@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -88,9 +89,11 @@ def _optional_orjson() -> Callable[[bytes], Any] | None:
 
 # orjson (optional, the ``analysis`` extra) parses reports about 2.5x faster than json. Every
 # document it accepts json accepts alike, except integers beyond 64 bits, which it reads as
-# floats; reports hold none (counts, Hz, bytes). What it refuses (NaN, 1e400, lone
-# surrogates, bad bytes) goes to json, which accepts it or words the error as before.
+# floats: a file with a run of 19 digits (only such integers have one: floats are written
+# with at most 17) goes to json. What orjson refuses (NaN, 1e400, lone surrogates, bad
+# bytes) goes to json too, which accepts it or words the error as before.
 _orjson_loads = _optional_orjson()
+_LONG_DIGITS = re.compile(rb"\d{19}")
 
 
 class ReportError(ValueError):
@@ -127,7 +130,7 @@ def _read_json(path: Path) -> Any:
         raise ReportError(path, f"cannot be read: {exc.strerror or exc}") from None
     if not raw.strip():
         raise ReportError(path, "is empty (0 bytes of JSON); the writer never left it so")
-    if _orjson_loads is not None:
+    if _orjson_loads is not None and _LONG_DIGITS.search(raw) is None:
         try:
             with gc_paused():
                 return _orjson_loads(raw)
