@@ -99,20 +99,33 @@ class Value:
     origin: str
 
 
-def _raw(config: pytest.Config, key: str) -> Value | None:
-    opt = OPTIONS[key]
-    cli = config.getoption(f"edge_{opt.ini[5:]}")
-    if cli is not None:
-        return Value(str(cli), f"{opt.flag} (command line)")
+def lookup(config: pytest.Config, opt: Option, dest: str) -> Value | None:
+    """The value of one option by precedence command line > environment > ini file, with
+    where it came from; None when given nowhere. List values (repeated flags, line-list ini
+    keys) are joined with commas."""
+    cli = config.getoption(dest, default=None)
+    if cli not in (None, False, []):
+        text = ",".join(map(str, cli)) if isinstance(cli, list) else str(cli)
+        return Value(text, f"{opt.flag} (command line)")
     env = os.environ.get(opt.env)
     if env:
         return Value(env, f"{opt.env} (environment)")
-    ini = config.getini(opt.ini)
+    try:
+        ini = config.getini(opt.ini)
+    except ValueError:  # ini key not registered
+        ini = None
     if ini:
-        return Value(str(ini), f"{opt.ini} (ini file)")
-    if opt.default is not None:
-        return Value(opt.default, f"{opt.flag} (default)")
+        text = ",".join(map(str, ini)) if isinstance(ini, list) else str(ini)
+        return Value(text, f"{opt.ini} (ini file)")
     return None
+
+
+def _raw(config: pytest.Config, key: str) -> Value | None:
+    opt = OPTIONS[key]
+    v = lookup(config, opt, f"edge_{opt.ini[5:]}")
+    if v is None and opt.default is not None:
+        return Value(opt.default, f"{opt.flag} (default)")
+    return v
 
 
 @dataclass(frozen=True)
@@ -293,15 +306,9 @@ def add_grid_options(parser: pytest.Parser) -> None:
 def grid_value(config: pytest.Config, key: str, marker_value: object | None = None) -> Value | None:
     """One grid dimension's raw value, by precedence CLI > env > ini > marker."""
     opt = GRID_OPTIONS[key]
-    cli = config.getoption(f"edge_grid_{key}")
-    if cli:
-        return Value(",".join(cli), f"{opt.flag} (command line)")
-    env = os.environ.get(opt.env)
-    if env:
-        return Value(env, f"{opt.env} (environment)")
-    ini = config.getini(opt.ini)
-    if ini:
-        return Value(str(ini), f"{opt.ini} (ini file)")
+    v = lookup(config, opt, f"edge_grid_{key}")
+    if v is not None:
+        return v
     if marker_value is not None:
         text = (
             ",".join(str(v) for v in marker_value)
@@ -340,36 +347,21 @@ class ControlSettings:
 
 
 def _flag(config: pytest.Config, key: str) -> bool:
-    opt = CONTROL_OPTIONS[key]
-    if config.getoption(f"edge_ctl_{key}"):
+    v = lookup(config, CONTROL_OPTIONS[key], f"edge_ctl_{key}")
+    if v is None:
+        return False
+    word = v.text.strip().lower()
+    if word in ("1", "true", "yes", "on"):
         return True
-    env = os.environ.get(opt.env)
-    if env:
-        if env.lower() in ("1", "true", "yes", "on"):
-            return True
-        if env.lower() in ("0", "false", "no", "off"):
-            return False
-        raise SettingsError(f"{opt.env}={env!r} (environment): use 1/0, true/false, yes/no")
-    ini = config.getini(opt.ini)
-    return bool(ini) and str(ini).lower() in ("1", "true", "yes", "on")
+    if word in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{v.origin}: {v.text!r}: use 1/0, true/false, yes/no")
 
 
 def build_control(config: pytest.Config) -> ControlSettings:
     """Read the control options; raise :class:`SettingsError` naming the source."""
-    opt = CONTROL_OPTIONS["settle_s"]
-    settle: float | None = None
-    raw = config.getoption("edge_ctl_settle_s")
-    v = (
-        Value(str(raw), f"{opt.flag} (command line)")
-        if raw is not None
-        else Value(os.environ[opt.env], f"{opt.env} (environment)")
-        if os.environ.get(opt.env)
-        else Value(str(config.getini(opt.ini)), f"{opt.ini} (ini file)")
-        if config.getini(opt.ini)
-        else None
-    )
-    if v is not None:
-        settle = _positive_float(v, allow_zero=True)
+    v = lookup(config, CONTROL_OPTIONS["settle_s"], "edge_ctl_settle_s")
+    settle = _positive_float(v, allow_zero=True) if v is not None else None
     return ControlSettings(_flag(config, "dry_run"), _flag(config, "force_mode"), settle)
 
 
@@ -431,18 +423,10 @@ def build_gate(config: pytest.Config) -> GateSettings:
     """Read the gate options (CLI > env > ini); expressions are checked by the plugin."""
 
     def one(key: str) -> Path | None:
-        opt = GATE_OPTIONS[key]
-        v = (
-            config.getoption(f"edge_gate_{key}")
-            or os.environ.get(opt.env)
-            or config.getini(opt.ini)
-        )
-        return Path(str(v)) if v else None
+        v = lookup(config, GATE_OPTIONS[key], f"edge_gate_{key}")
+        return Path(v.text) if v is not None else None
 
-    opt = GATE_OPTIONS["fail"]
-    fail: list[str] = config.getoption("edge_gate_fail") or []
-    if not fail and os.environ.get(opt.env):
-        fail = [e.strip() for e in os.environ[opt.env].split(",") if e.strip()]
-    if not fail:
-        fail = [str(e) for e in config.getini(opt.ini)]
-    return GateSettings(one("baseline"), tuple(fail), one("save_baseline"))
+    # Expressions hold no commas, so repeated flags, env and ini lines all join and split.
+    v = lookup(config, GATE_OPTIONS["fail"], "edge_gate_fail")
+    fail = tuple(e.strip() for e in v.text.split(",") if e.strip()) if v is not None else ()
+    return GateSettings(one("baseline"), fail, one("save_baseline"))

@@ -176,3 +176,15 @@ def test_xdist_is_refused_when_measuring(pytester: pytest.Pytester) -> None:
         "-n", "2", "--edge-board=sim:nano", timeout=RUN_TIMEOUT_S
     )
     assert_usage_error(result, "-n")
+
+
+def test_flag_from_environment_must_be_a_yes_or_no_word(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    monkeypatch.setenv("EDGEENERGY_DRY_RUN", "maybe")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*EDGEENERGY_DRY_RUN (environment)*maybe*1/0, true/false*"])
+    monkeypatch.setenv("EDGEENERGY_DRY_RUN", "no")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -90,19 +90,9 @@ def read_meminfo(root: Path) -> dict[str, int]:
         text = path.read_text(encoding="ascii", errors="replace")
     except OSError as e:
         raise MemInfoError(f"{path}: cannot read memory information ({e.strerror or e})") from e
-    values: dict[str, int] = {}
-    for line in text.splitlines():
-        key, sep, rest = line.partition(":")
-        parts = rest.split()
-        if not sep or not parts:
-            continue
-        try:
-            amount = int(parts[0])
-        except ValueError:
-            continue
-        unit = parts[1].lower() if len(parts) > 1 else ""
-        values[key.strip()] = amount * KIB if unit == "kb" else amount
-    return values
+    from ..board.knobs import parse_meminfo_fields
+
+    return parse_meminfo_fields(text)
 
 
 def mem_available_bytes(root: Path) -> int:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import os
 from dataclasses import dataclass
 
 import pytest
 
-from ..settings import Option, SettingsError, Value
+from ..settings import Option, SettingsError, Value, lookup
 
 __all__ = [
     "BENCH_OPTIONS",
@@ -142,19 +141,7 @@ def add_options(parser: pytest.Parser) -> None:
 def _raw(config: pytest.Config, key: str) -> Value | None:
     """The value given for ``key`` and where it came from; None when not given anywhere."""
     opt = BENCH_OPTIONS[key]
-    cli = config.getoption(opt.ini, default=None)
-    if cli is not None:
-        return Value(str(cli), f"{opt.flag} (command line)")
-    env = os.environ.get(opt.env)
-    if env:
-        return Value(env, f"{opt.env} (environment)")
-    try:
-        ini = config.getini(opt.ini)
-    except ValueError:  # ini key not registered (options added by another plugin version)
-        ini = None
-    if ini:
-        return Value(str(ini), f"{opt.ini} (ini file)")
-    return None
+    return lookup(config, opt, opt.ini)
 
 
 def _int(v: Value, minimum: int) -> int:

@@ -460,6 +460,12 @@ def read_thermal_zones(root: Path) -> tuple[ThermalZone, ...]:
 
 def parse_meminfo(text: str) -> MemInfo:
     """``MemTotal`` and ``MemAvailable`` (kB in the file) as bytes."""
+    values = parse_meminfo_fields(text)
+    return MemInfo(values.get("MemTotal"), values.get("MemAvailable"))
+
+
+def parse_meminfo_fields(text: str) -> dict[str, int]:
+    """Every ``Key: N kB`` line of ``/proc/meminfo`` text in bytes (counts stay counts)."""
     values: dict[str, int] = {}
     for line in text.splitlines():
         key, sep, rest = line.partition(":")
@@ -474,7 +480,7 @@ def parse_meminfo(text: str) -> MemInfo:
             continue
         unit = parts[1].lower() if len(parts) > 1 else ""
         values[key.strip()] = amount * 1024 if unit == "kb" else amount
-    return MemInfo(values.get("MemTotal"), values.get("MemAvailable"))
+    return values
 
 
 def read_knobs(root: Path) -> Knobs:
