@@ -4,7 +4,8 @@
   (one INA3221, iio): ours (fds opened once, ``os.pread``) vs a naive open/read/close per
   file. The ratio naive/ours is printed and stored in ``extra_info``.
 * CPU time of the sampler thread at 100 Hz and 1 kHz on the AGX Orin tree, as a percentage
-  of one core.
+  of one core, beside this machine's floors at the same rate (a Python thread that only
+  wakes; a C loop, ``wakeup_floor.c``, that wakes and preads the same files).
 * Accuracy: measured energy vs the virtual board's ground-truth counter for 0.1 s, 1 s and
   10 s windows at 10 ms and 100 ms sampling while a CPU workload runs.
 
@@ -13,6 +14,8 @@ Run: ``make bench`` (or ``pytest benchmarks/bench_sampler.py --benchmark-only``)
 
 from __future__ import annotations
 
+import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -69,36 +72,75 @@ def test_one_sample_naive(benchmark, board: tuple[str, RailMap]) -> None:  # typ
         )
 
 
+@pytest.fixture(scope="module")
+def c_floor(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """benchmarks/wakeup_floor.c built with the system C compiler; None without one."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    exe = tmp_path_factory.mktemp("floor") / "wakeup_floor"
+    src = Path(__file__).with_name("wakeup_floor.c")
+    subprocess.run([cc, "-O2", "-o", str(exe), str(src)], check=True)
+    return exe
+
+
 @pytest.mark.parametrize("rate_hz", [100, 1000])
-def test_sampler_cpu(benchmark, tmp_path: Path, rate_hz: int) -> None:  # type: ignore[no-untyped-def]
-    """CPU share of the sampler thread, median of 5 rounds of 3 s, each beside a round of a
-    bare thread that only sleeps and wakes at the same rate (this machine's floor)."""
+def test_sampler_cpu(benchmark, tmp_path: Path, c_floor: Path | None, rate_hz: int) -> None:  # type: ignore[no-untyped-def]
+    """CPU share of the sampler thread, median of 7 rounds of 3 s. Each round also runs, in
+    shuffled order, this machine's floors at the same rate: a Python thread that only sleeps
+    and wakes, and (with a C compiler) a C loop that wakes and preads the same rail files:
+    what any sampler of these files costs here."""
     root = create("agx-orin", tmp_path / "agx", update_interval_ms=1.0)
     rails = discover_rails(root)
+    files = [str(f) for rail in rails.rails for f in rail.files]
     seconds = 3.0
     benchmark.group = "sampler CPU, AGX Orin tree"
-    shares: list[float] = []
-    floors: list[float] = []
+    shares: dict[str, list[float]] = {"sampler": [], "python_wakeup": [], "c_wakeup_preads": []}
 
-    def run() -> None:
+    def sampler_share() -> float:
         with InaSource(rails) as src:
             sampler = Sampler(src, interval_s=1.0 / rate_hz)
             sampler.start()
             time.sleep(seconds)
             sampler.stop()
-            shares.append(sampler.cpu_s / seconds)
-        floors.append(_bare_wakeup_share(rate_hz, seconds))
+            return sampler.cpu_s / seconds
 
-    benchmark.pedantic(run, rounds=5, iterations=1)
-    share, floor = statistics.median(shares), statistics.median(floors)
-    benchmark.extra_info["cpu_percent_of_one_core_median"] = round(share * 100, 3)
-    benchmark.extra_info["cpu_percent_rounds"] = [round(x * 100, 3) for x in shares]
-    benchmark.extra_info["bare_wakeup_floor_percent_median"] = round(floor * 100, 3)
-    print(
-        f"\nsampler at {rate_hz} Hz on AGX Orin: median {share * 100:.3f} % of one core "
-        f"(rounds {', '.join(f'{x * 100:.2f}' for x in shares)}); a thread that only sleeps "
-        f"and wakes at {rate_hz} Hz here: median {floor * 100:.3f} %"
+    def c_share() -> float:
+        assert c_floor is not None
+        cmd = [str(c_floor), str(rate_hz), str(seconds), *files]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        return float(out) / seconds
+
+    runs = {"sampler": sampler_share, "python_wakeup": lambda: _bare_wakeup_share(rate_hz, seconds)}
+    if c_floor is not None:
+        runs["c_wakeup_preads"] = c_share
+    order = random.Random(rate_hz)
+
+    def run() -> None:
+        names = list(runs)
+        order.shuffle(names)
+        for name in names:
+            shares[name].append(runs[name]())
+
+    benchmark.pedantic(run, rounds=7, iterations=1)
+    med = {name: statistics.median(v) * 100 for name, v in shares.items() if v}
+    benchmark.extra_info["cpu_percent_of_one_core_median"] = round(med["sampler"], 3)
+    benchmark.extra_info["cpu_percent_rounds"] = [round(x * 100, 3) for x in shares["sampler"]]
+    benchmark.extra_info["python_wakeup_floor_percent_median"] = round(med["python_wakeup"], 3)
+    line = (
+        f"\nsampler at {rate_hz} Hz on AGX Orin ({len(files)} files): median "
+        f"{med['sampler']:.3f} % of one core (rounds "
+        f"{', '.join(f'{x * 100:.2f}' for x in shares['sampler'])}); floors here: a Python "
+        f"thread that only wakes {med['python_wakeup']:.3f} %"
     )
+    if "c_wakeup_preads" in med:
+        benchmark.extra_info["c_wakeup_preads_percent_median"] = round(med["c_wakeup_preads"], 3)
+        benchmark.extra_info["sampler_over_c"] = round(med["sampler"] / med["c_wakeup_preads"], 2)
+        line += (
+            f", a C loop that wakes and preads the same files {med['c_wakeup_preads']:.3f} % "
+            f"(sampler / C = {med['sampler'] / med['c_wakeup_preads']:.2f})"
+        )
+    print(line)
 
 
 def _bare_wakeup_share(rate_hz: int, seconds: float) -> float:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pytest_edgeenergy.board.types import Rail, RailMap
 from pytest_edgeenergy.meters.ina import InaSource, naive_read_w, parse_int
-from pytest_edgeenergy.meters.source import PowerSource, ReadError, SourceUnavailable
+from pytest_edgeenergy.meters.source import PowerSource, PreadSource, ReadError, SourceUnavailable
 
 HWMON = "sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon1"
 IIO = "sys/bus/i2c/drivers/ina3221x/6-0040/iio:device0"
@@ -189,6 +189,67 @@ def test_os_errors_from_the_read_are_read_errors_named_by_errno(tmp_path: Path, 
         assert info.value.reason == errno.errorcode[code]
         failing["on"] = False
         assert src.read() == pytest.approx([10.0])
+
+
+@pytest.mark.parametrize("failing_rail", ["VIN", "VDD_CPU_GPU_CV", "POM_5V_GPU"])
+def test_an_os_error_names_the_rail_whose_file_failed(tmp_path: Path, failing_rail: str) -> None:
+    rails = RailMap(
+        (
+            ina238_rail(tmp_path, "5500000\n"),
+            hwmon_rail(tmp_path, "VDD_CPU_GPU_CV", 2, "5000\n", "2000\n"),
+            iio_rail(tmp_path, "POM_5V_GPU", 1, "1234\n"),
+        ),
+        total_rail="VIN",
+    )
+    rail = next(r for r in rails.rails if r.name == failing_rail)
+    bad_file = rail.files[-1]  # for the hwmon rail: its current file, the second fd
+
+    def pread(fd: int, n: int, offset: int) -> bytes:
+        if os.path.samefile(f"/proc/self/fd/{fd}", bad_file):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return os.pread(fd, n, offset)
+
+    with InaSource(rails, pread=pread) as src, pytest.raises(ReadError) as info:
+        src.read()
+    assert (info.value.channel, info.value.reason) == (failing_rail, "EIO")
+
+
+def test_the_pread_plan_decodes_to_what_read_returns(tmp_path: Path) -> None:
+    rails = RailMap(
+        (
+            hwmon_rail(tmp_path, "VDD_IN", 1, "5000\n", "2000\n"),
+            iio_rail(tmp_path, "POM_5V_GPU", 1, "1234\n"),
+        ),
+        total_rail="VDD_IN",
+    )
+    with InaSource(rails) as src:
+        assert isinstance(src, PreadSource)
+        plan = src.pread_plan()
+        assert len(plan.fds) == 3
+        raw = [plan.pread(fd, plan.size, 0) for fd in plan.fds]
+        assert src.decode(raw) == src.read() == pytest.approx([10.0, 1.234])
+        with pytest.raises(ReadError) as info:
+            src.decode([raw[0], b"", raw[2]])
+        assert (info.value.channel, info.value.reason) == ("VDD_IN", "empty")
+
+
+def test_a_replaced_file_is_reopened_onto_the_same_descriptor(tmp_path: Path) -> None:
+    rails = one_rail(tmp_path)
+    voltage = rails.rails[0].voltage_file
+    assert voltage is not None
+    with InaSource(rails, vanish_check_interval_s=0.0) as src:
+        fds = src.pread_plan().fds
+        before = _open_fds()
+        tmp = voltage.with_name("new")
+        tmp.write_text("12000\n")
+        os.replace(tmp, voltage)
+        with pytest.raises(ReadError, match="vanished"):
+            src.maintain()
+        # A reader holding the old numbers (the sampler) now reads the new file.
+        assert src.pread_plan().fds == fds
+        assert _open_fds() == before
+        assert src.decode([os.pread(fd, 64, 0) for fd in fds]) == pytest.approx([24.0])
+        src.maintain()  # nothing changed since: no error
 
 
 def test_removed_file_is_vanished_until_it_comes_back(tmp_path: Path) -> None:

@@ -155,6 +155,42 @@ def test_eagain_from_the_os_is_counted_and_the_run_continues(rails: RailMap) -> 
         assert set(sampler.errors()) == {"EAGAIN"}
 
 
+def test_readers_see_readings_the_thread_has_not_decoded_yet(rails: RailMap) -> None:
+    # The thread itself would not decode within the test: a huge batch, no file upkeep.
+    src = InaSource(rails, vanish_check_interval_s=3600.0)
+    with src, Sampler(src, interval_s=0.002, decode_batch=10**6) as sampler:
+        assert sampler.wait_for_samples(5, WAIT_S)
+        data = sampler.slice_index(0)
+        assert len(data) >= 5
+        assert list(data.values[0][:5]) == pytest.approx([10.0] * 5)
+        n = sampler.count
+        wait_until(lambda: sampler.count > n + 3, "readings decoded by the reader")
+        c = sampler.counters()
+        assert c.samples >= n + 3 and c.errors == {}
+        assert sampler.last_time is not None
+    # Stopping decodes whatever the thread read last.
+    final = sampler.count
+    assert final == len(sampler.slice_index(0)) == sampler.counters().samples
+
+
+def test_decode_errors_are_counted_when_decoded_not_lost(rails: RailMap) -> None:
+    voltage = rails.rails[1].voltage_file
+    assert voltage is not None
+    with InaSource(rails) as src, Sampler(src, interval_s=0.002, decode_batch=10**6) as sampler:
+        assert sampler.wait_for_samples(3, WAIT_S)
+        write_in_place(voltage, "zz\n")
+        wait_until(lambda: sampler.errors().get("garbage", 0) >= 3, "garbage readings")
+        c = sampler.counters()
+        assert c.attempts == c.samples + c.error_count
+        assert sampler.last_error is not None and "VDD_CPU_GPU_CV" in sampler.last_error
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_bad_decode_batch_is_refused(rails: RailMap, bad: int) -> None:
+    with InaSource(rails) as src, pytest.raises(ValueError, match="decode_batch"):
+        Sampler(src, interval_s=0.01, decode_batch=bad)
+
+
 def test_interval_below_the_sensor_period_is_clamped(tmp_path: Path) -> None:
     with InaSource(make_rails(tmp_path, update_interval_s=0.05)) as src:
         sampler = Sampler(src, interval_s=0.01)

@@ -2,7 +2,9 @@
 
 Every file is opened once and re-read with ``pread(fd, 64, 0)``: sysfs regenerates an
 attribute's text on each read at offset 0, so no reopen is needed, which makes a sample a
-few syscalls instead of an open/read/close per file (see :func:`naive_read_w`).
+few syscalls instead of an open/read/close per file (see :func:`naive_read_w`). A reading
+is :meth:`InaSource.decode` of those texts; the sampler does the preads itself and decodes
+in batches (:class:`~.source.PreadSource`).
 """
 
 from __future__ import annotations
@@ -11,14 +13,14 @@ import contextlib
 import errno
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from operator import length_hint
 from pathlib import Path
 
 from ..board.types import Rail, RailMap, TotalMethod
-from .source import Quantity, ReadError, SourceUnavailable
+from .source import PreadFn, PreadPlan, Quantity, ReadError, SourceUnavailable
 
-PreadFn = Callable[[int, int, int], bytes]
-"""Signature of :func:`os.pread`: ``(fd, length, offset) -> bytes``."""
+__all__ = ["InaSource", "PreadFn", "naive_read_w", "parse_int"]
 
 READ_SIZE = 64
 NEGATIVE_LIMIT_W = -0.5
@@ -47,6 +49,13 @@ def parse_int(data: bytes) -> int | str:
         return "garbage"
 
 
+def _decode_int(ch: _Channel, data: bytes) -> int:
+    value = parse_int(data)
+    if isinstance(value, str):
+        raise ReadError(ch.name, value)
+    return value
+
+
 def _errno_reason(exc: OSError) -> str:
     if exc.errno is None:
         return "OSError"
@@ -54,9 +63,20 @@ def _errno_reason(exc: OSError) -> str:
 
 
 class _Channel:
-    """One rail's open files. ``fd_b`` is -1 when the rail has a power file."""
+    """One rail's open files. ``fd_b`` is -1 when the rail has a power file; ``index_a``
+    and ``index_b`` are their positions in the source's pread plan."""
 
-    __slots__ = ("fd_a", "fd_b", "name", "paths", "scale", "stats", "vanished")
+    __slots__ = (
+        "fd_a",
+        "fd_b",
+        "index_a",
+        "index_b",
+        "name",
+        "paths",
+        "scale",
+        "stats",
+        "vanished",
+    )
 
     def __init__(self, name: str, paths: tuple[Path, ...], scale: float) -> None:
         self.name = name
@@ -64,21 +84,34 @@ class _Channel:
         self.scale = scale
         self.fd_a = -1
         self.fd_b = -1
+        self.index_a = -1
+        self.index_b = -1
         self.stats: list[tuple[int, int]] = []
         self.vanished = False
 
+    @property
+    def fds(self) -> list[int]:
+        return [self.fd_a] if self.fd_b < 0 else [self.fd_a, self.fd_b]
+
     def open(self) -> None:
-        fds: list[int] = []
-        try:
-            for path in self.paths:
-                fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
-        except BaseException:
-            for fd in fds:
-                os.close(fd)
-            raise
+        fds = _open_all(self.paths)
         self.stats = [(st.st_dev, st.st_ino) for st in (os.fstat(fd) for fd in fds)]
         self.fd_a = fds[0]
         self.fd_b = fds[1] if len(fds) > 1 else -1
+        self.vanished = False
+
+    def reopen(self) -> None:
+        """Open the paths again onto the same descriptor numbers (``dup2``), so a reader
+        holding the numbers never reads a closed or reused descriptor. OSError if absent."""
+        fresh = _open_all(self.paths)
+        try:
+            stats = [(st.st_dev, st.st_ino) for st in (os.fstat(fd) for fd in fresh)]
+            for new, old in zip(fresh, self.fds, strict=True):
+                os.dup2(new, old)
+        finally:
+            for fd in fresh:
+                os.close(fd)
+        self.stats = stats
         self.vanished = False
 
     def close(self) -> None:
@@ -90,8 +123,7 @@ class _Channel:
 
     def is_gone(self) -> bool:
         """True when a file was removed or replaced since it was opened."""
-        fds = [self.fd_a] if self.fd_b < 0 else [self.fd_a, self.fd_b]
-        for fd, path, (dev, ino) in zip(fds, self.paths, self.stats, strict=True):
+        for fd, path, (dev, ino) in zip(self.fds, self.paths, self.stats, strict=True):
             try:
                 if os.fstat(fd).st_nlink == 0:
                     return True
@@ -101,6 +133,18 @@ class _Channel:
             if (st.st_dev, st.st_ino) != (dev, ino):
                 return True
         return False
+
+
+def _open_all(paths: Iterable[Path]) -> list[int]:
+    fds: list[int] = []
+    try:
+        for path in paths:
+            fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return fds
 
 
 def _validate(rails: RailMap) -> None:
@@ -154,6 +198,17 @@ class InaSource:
                     f"cannot open {exc.filename or ch.paths} for rail {ch.name}: "
                     f"{exc.strerror}{hint}"
                 ) from exc
+        owners: list[_Channel] = []
+        for ch in self._channels:
+            ch.index_a = len(owners)
+            owners.append(ch)
+            if ch.fd_b >= 0:
+                ch.index_b = len(owners)
+                owners.append(ch)
+        self._owners = tuple(owners)
+        self._fds = tuple(fd for ch in self._channels for fd in ch.fds)
+        self._sizes = (READ_SIZE,) * len(self._fds)
+        self._offsets = (0,) * len(self._fds)
         self._next_check = time.monotonic() + vanish_check_interval_s
 
     # PowerSource properties
@@ -189,30 +244,54 @@ class InaSource:
     def rail_map(self) -> RailMap:
         return self._rails
 
-    def _check_vanished(self) -> None:
+    # PreadSource: the sampler's fast path; read() below is built from the same pieces.
+    def pread_plan(self) -> PreadPlan:
+        """Every rail file's descriptor, in the order :meth:`decode` expects the texts."""
+        return PreadPlan(self._fds, READ_SIZE, self._pread, self._check_interval_s)
+
+    def read_failed(self, index: int, exc: OSError) -> ReadError:
+        """The error for an OS failure reading ``pread_plan().fds[index]``."""
+        ch = self._owners[index]
+        if self._closed:
+            return ReadError("ina", "closed")
+        return ReadError(ch.name, "vanished" if ch.vanished else _errno_reason(exc))
+
+    def maintain(self) -> None:
+        """Reopen files removed or replaced since they were opened (a driver rebind).
+
+        Raises :class:`ReadError` ``vanished`` when one was: the values read since it
+        changed may be stale. A file still absent stays ``vanished`` until it is back.
+        """
         gone: list[str] = []
         for ch in self._channels:
             if ch.vanished or ch.is_gone():
-                # Reopen at the same path if it is back (a replaced file, a driver rebind);
-                # the read in progress still fails so the stale values are flagged.
                 gone.append(ch.name)
-                ch.close()
                 try:
-                    ch.open()
+                    ch.reopen()
                 except OSError:
                     ch.vanished = True
         if gone:
             raise ReadError(gone[0], "vanished")
 
-    def _read_int(self, ch: _Channel, fd: int) -> int:
-        try:
-            data = self._pread(fd, READ_SIZE, 0)
-        except OSError as exc:
-            raise ReadError(ch.name, _errno_reason(exc)) from None
-        value = parse_int(data)
-        if isinstance(value, str):
-            raise ReadError(ch.name, value)
-        return value
+    def decode(self, raw: Sequence[bytes]) -> list[float]:
+        """Power in W per rail from the texts of one reading. Raises :class:`ReadError`."""
+        out: list[float] = []
+        for ch in self._channels:
+            if ch.vanished:
+                raise ReadError(ch.name, "vanished")
+            a = _decode_int(ch, raw[ch.index_a])
+            if a < 0:
+                raise ReadError(ch.name, "negative")
+            if ch.index_b < 0:
+                power_w = a * ch.scale
+            else:
+                power_w = a * _decode_int(ch, raw[ch.index_b]) * 1e-6
+                if power_w < NEGATIVE_LIMIT_W:
+                    raise ReadError(ch.name, "negative")
+            if power_w > MAX_PLAUSIBLE_W:
+                raise ReadError(ch.name, "out_of_range")
+            out.append(power_w)
+        return out
 
     def read(self) -> list[float]:
         """Power in W per rail, in :attr:`channels` order. Raises :class:`ReadError`."""
@@ -220,24 +299,13 @@ class InaSource:
             raise ReadError("ina", "closed")
         if self._check_interval_s <= 0.0 or time.monotonic() >= self._next_check:
             self._next_check = time.monotonic() + self._check_interval_s
-            self._check_vanished()
-        out: list[float] = []
-        for ch in self._channels:
-            if ch.vanished:
-                raise ReadError(ch.name, "vanished")
-            a = self._read_int(ch, ch.fd_a)
-            if a < 0:
-                raise ReadError(ch.name, "negative")
-            if ch.fd_b < 0:
-                power_w = a * ch.scale
-            else:
-                power_w = a * self._read_int(ch, ch.fd_b) * 1e-6
-                if power_w < NEGATIVE_LIMIT_W:
-                    raise ReadError(ch.name, "negative")
-            if power_w > MAX_PLAUSIBLE_W:
-                raise ReadError(ch.name, "out_of_range")
-            out.append(power_w)
-        return out
+            self.maintain()
+        fds = iter(self._fds)
+        try:
+            raw = tuple(map(self._pread, fds, self._sizes, self._offsets))
+        except OSError as exc:
+            raise self.read_failed(len(self._fds) - 1 - length_hint(fds), exc) from None
+        return self.decode(raw)
 
     def close(self) -> None:
         """Close every file; later reads raise ReadError ``closed``. Idempotent."""

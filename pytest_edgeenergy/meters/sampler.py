@@ -12,8 +12,16 @@ chunk_size`` samples are kept. The default keeps 2 h at the sampling interval bu
 720,000 samples (2 h at 100 Hz): about 8 B x (channels + 1) x 720,000, i.e. 40 MB for six
 rails, when full. A window longer than what is retained is reported invalid by the meter.
 
-Thread safety: the sampler thread appends under a lock held for a few microseconds;
-readers copy what they need under the same lock. The hot path is plain Python.
+Hot path: at each slot the thread reads and stamps one reading and appends it, undecoded,
+to a pending list; every ``FLUSH_PERIOD_S`` (or at once when a reader waits) it decodes the
+pending readings into the arrays. For a :class:`~.source.PreadSource` (the INA rails) a
+reading is one ``tuple(map(pread, fds, ...))``: no Python frame per file, and the text
+parsing runs in a warm batch instead of after every cold wake-up. Readers decode what is
+pending before they look, so they always see every reading taken. Other sources are
+decoded at once (a source may reuse the sequence it returns).
+
+Thread safety: appending to the pending list is one atomic list operation; decoding and
+readers' copies run under one lock.
 """
 
 from __future__ import annotations
@@ -23,16 +31,21 @@ import threading
 import time
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import length_hint
+from typing import Any
 
-from .source import PowerSource, ReadError
+from .source import PowerSource, PreadSource, ReadError
 
 DEFAULT_RETAIN_S = 7200.0
 DEFAULT_MAX_SAMPLES = 720_000
 DEFAULT_CHUNK_SIZE = 4096
 MAX_SLEEP_S = 0.1
 """Longest single sleep of the sampler thread: how long stop() may wait for it."""
+FLUSH_PERIOD_S = 0.5
+"""How often the thread decodes pending readings of a PreadSource (at most 512 readings)."""
+MAX_PENDING = 512
 
 
 @dataclass(frozen=True)
@@ -89,8 +102,12 @@ class Sampler:
         retain_s: float = DEFAULT_RETAIN_S,
         max_samples: int | None = None,
         chunk_size: int | None = None,
+        decode_batch: int | None = None,
     ) -> None:
         """Validate and clamp the interval; nothing runs until :meth:`start`.
+
+        ``decode_batch``: readings of a PreadSource the thread keeps undecoded before it
+        decodes them (default: ``FLUSH_PERIOD_S`` worth, at most ``MAX_PENDING``).
 
         ``interval_s`` below ``source.min_interval_s`` is raised to it (``clamped`` and
         ``clamp_reason`` record it): sampling faster than the sensor updates only repeats
@@ -142,7 +159,17 @@ class Sampler:
         self.last_error: str | None = None
         """Text of the most recent failed read, for diagnostics."""
 
+        self._pending: list[tuple[float, Sequence[bytes] | Sequence[float]]] = []
+        if decode_batch is None:
+            decode_batch = min(MAX_PENDING, max(1, round(FLUSH_PERIOD_S / self.interval_s)))
+        if decode_batch < 1:
+            raise ValueError(f"decode_batch must be >= 1, got {decode_batch!r}")
+        self._flush_every = int(decode_batch) if isinstance(source, PreadSource) else 1
+        self._decode: Callable[[Any], Sequence[float]] | None = None
+        self._waiting = 0
+
         self._stop = threading.Event()
+        self._stopping = False
         self._thread: threading.Thread | None = None
 
     # ---- lifecycle -------------------------------------------------------------------
@@ -183,6 +210,7 @@ class Sampler:
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop the thread and wait for it (the source is left open)."""
+        self._stopping = True
         self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
@@ -198,57 +226,129 @@ class Sampler:
         self.stop()
 
     # ---- the thread ------------------------------------------------------------------
-    def _append(self, t: float, vals: Sequence[float]) -> None:
-        with self._cond:
-            if not self._ts_chunks or len(self._ts_chunks[-1]) >= self._cs:
-                self._ts_chunks.append(array("d"))
-                self._val_chunks.append([array("d") for _ in self._channels])
-                # Keep at least max_samples: drop the oldest chunk only when the other full
-                # chunks still hold them, so at most max_samples + 2 x chunk_size are kept.
-                while (len(self._ts_chunks) - 2) * self._cs >= self.max_samples:
-                    del self._ts_chunks[0]
-                    del self._val_chunks[0]
-                    self._first_index += self._cs
-            self._ts_chunks[-1].append(t)
-            for arr, v in zip(self._val_chunks[-1], vals, strict=True):
-                arr.append(v)
-            self._count += 1
-            self._attempts += 1
-            self._last_t = t
-            self._cond.notify_all()
+    def _store_locked(self, t: float, vals: Sequence[float]) -> None:
+        if not self._ts_chunks or len(self._ts_chunks[-1]) >= self._cs:
+            self._ts_chunks.append(array("d"))
+            self._val_chunks.append([array("d") for _ in self._channels])
+            # Keep at least max_samples: drop the oldest chunk only when the other full
+            # chunks still hold them, so at most max_samples + 2 x chunk_size are kept.
+            while (len(self._ts_chunks) - 2) * self._cs >= self.max_samples:
+                del self._ts_chunks[0]
+                del self._val_chunks[0]
+                self._first_index += self._cs
+        self._ts_chunks[-1].append(t)
+        for arr, v in zip(self._val_chunks[-1], vals, strict=True):
+            arr.append(v)
+        self._count += 1
+        self._attempts += 1
+        self._last_t = t
+
+    def _count_error_locked(self, reason: str, text: str) -> None:
+        self._errors[reason] = self._errors.get(reason, 0) + 1
+        self._attempts += 1
+        self.last_error = text
 
     def _count_error(self, reason: str, text: str) -> None:
         with self._lock:
-            self._errors[reason] = self._errors.get(reason, 0) + 1
-            self._attempts += 1
-            self.last_error = text
+            self._flush_locked()
+            self._count_error_locked(reason, text)
+
+    def _decode_generic(self, vals: Sequence[float]) -> Sequence[float]:
+        if len(vals) != len(self._channels):
+            raise ReadError(
+                f"{len(vals)} values for {len(self._channels)} channels {self._channels}",
+                "wrong_length",
+            )
+        return vals
+
+    def _flush_locked(self) -> None:
+        """Decode and store every pending reading; the caller holds the lock."""
+        pending, decode = self._pending, self._decode
+        n = len(pending)
+        if not n or decode is None:
+            return
+        batch = pending[:n]
+        del pending[:n]  # one list operation: a reading appended meanwhile stays pending
+        for t, raw in batch:
+            try:
+                vals = decode(raw)
+            except ReadError as exc:
+                self._count_error_locked(exc.reason, str(exc))
+            except Exception as exc:  # a broken source must not kill the sampler silently
+                self._count_error_locked(f"unexpected:{type(exc).__name__}", repr(exc))
+            else:
+                self._store_locked(t, vals)
+        self._cond.notify_all()
+
+    def _flush(self) -> None:
+        with self._cond:
+            self._flush_locked()
+
+    def _maintain(self, src: PreadSource) -> bool:
+        """Decode what is pending, then the source's upkeep; False when it drops a slot."""
+        with self._cond:
+            self._flush_locked()  # before upkeep changes how readings decode
+            try:
+                src.maintain()
+            except ReadError as exc:
+                self._count_error_locked(exc.reason, str(exc))
+                return False
+            except Exception as exc:
+                self._count_error_locked(f"unexpected:{type(exc).__name__}", repr(exc))
+                return False
+        return True
 
     def _run(self) -> None:
-        read = self._source.read
+        src = self._source
+        psrc = src if isinstance(src, PreadSource) else None
+        read = src.read
+        if psrc is not None:
+            plan = psrc.pread_plan()
+            fds, pread = plan.fds, plan.pread
+            sizes, offsets = (plan.size,) * len(fds), (0,) * len(fds)
+            maintain_every = plan.maintain_interval_s
+            last_index = len(fds) - 1
+            self._decode = psrc.decode
+        else:
+            self._decode = self._decode_generic
+        pending = self._pending
+        append = pending.append
+        flush_every = self._flush_every
         monotonic = time.monotonic
         thread_time = time.thread_time
         sleep = time.sleep
-        stop = self._stop
         interval = self.interval_s
-        n = len(self._channels)
-        t_start = monotonic()
+        try:  # the thread's CPU clock, read by others: no syscall per sample here
+            self._cpu_clock = time.pthread_getcpuclockid(threading.get_ident())
+        except (AttributeError, OSError):
+            self._cpu_clock = None
+        track_cpu_here = self._cpu_clock is None
+        t_start = due = next_maintain = monotonic()
         k = 0
-        while not stop.is_set():
+        while not self._stopping:
+            raw: Sequence[bytes] | Sequence[float] | None = None
             try:
-                vals = read()
-                t = monotonic()
+                if psrc is None:
+                    raw = read()
+                elif due < next_maintain or self._maintain(psrc):
+                    if due >= next_maintain:
+                        next_maintain = due + maintain_every
+                    it = iter(fds)
+                    try:
+                        raw = tuple(map(pread, it, sizes, offsets))
+                    except OSError as exc:
+                        raise psrc.read_failed(last_index - length_hint(it), exc) from None
+                else:
+                    next_maintain = due + maintain_every
             except ReadError as exc:
                 self._count_error(exc.reason, str(exc))
             except Exception as exc:  # a broken source must not kill the sampler silently
                 self._count_error(f"unexpected:{type(exc).__name__}", repr(exc))
-            else:
-                if len(vals) == n:
-                    self._append(t, vals)
-                else:
-                    self._count_error(
-                        "wrong_length", f"{len(vals)} values for {n} channels {self._channels}"
-                    )
-            if self._cpu_clock is None:
+            if raw is not None:
+                append((monotonic(), raw))
+                if len(pending) >= flush_every or self._waiting:
+                    self._flush()
+            if track_cpu_here:
                 self._cpu_s = thread_time()
             k += 1
             now = monotonic()
@@ -258,24 +358,31 @@ class Sampler:
                 self._missed += behind - k
                 k = behind
                 due = t_start + k * interval
-            # time.sleep costs about half the CPU of Event.wait per wake-up; sleeping in
-            # slices of at most MAX_SLEEP_S keeps stop() prompt for long intervals.
+            # time.sleep costs about half the CPU of Event.wait per wake-up and never
+            # returns early; long intervals sleep in slices so that stop() stays prompt.
             delay = due - now
-            while delay > 0.0 and not stop.is_set():
-                sleep(delay if delay < MAX_SLEEP_S else MAX_SLEEP_S)
+            while delay > MAX_SLEEP_S and not self._stopping:
+                sleep(MAX_SLEEP_S)
                 delay = due - monotonic()
+            if delay > 0.0:
+                sleep(delay)
+        self._flush()
         self._cpu_s = thread_time()
 
     # ---- readers ---------------------------------------------------------------------
     @property
     def count(self) -> int:
-        """Samples appended since start (the global index of the next sample)."""
-        return self._count
+        """Samples taken since start (the global index of the next sample)."""
+        with self._lock:
+            self._flush_locked()
+            return self._count
 
     @property
     def first_index(self) -> int:
         """Global index of the oldest retained sample."""
-        return self._first_index
+        with self._lock:
+            self._flush_locked()
+            return self._first_index
 
     @property
     def cpu_s(self) -> float:
@@ -294,12 +401,15 @@ class Sampler:
     @property
     def last_time(self) -> float | None:
         """Timestamp of the newest sample, None before the first."""
-        t = self._last_t
+        with self._lock:
+            self._flush_locked()
+            t = self._last_t
         return None if t == -math.inf else t
 
     def counters(self) -> Counters:
         """A consistent copy of the cumulative counters."""
         with self._lock:
+            self._flush_locked()
             return Counters(
                 attempts=self._attempts,
                 samples=self._count,
@@ -311,27 +421,33 @@ class Sampler:
     def errors(self) -> dict[str, int]:
         """Failed reads so far, by reason."""
         with self._lock:
+            self._flush_locked()
             return dict(self._errors)
 
     def wait_for_sample_after(self, t: float, timeout_s: float) -> bool:
         """Block until a sample stamped at or after ``t`` exists; False on timeout/stop."""
-        with self._cond:
-            return self._cond.wait_for(
-                lambda: self._last_t >= t or (self._stop.is_set() and not self.running),
-                timeout_s,
-            ) and (self._last_t >= t)
+        return self._wait(lambda: self._last_t >= t, timeout_s)
 
     def wait_for_samples(self, count: int, timeout_s: float) -> bool:
-        """Block until at least ``count`` samples were appended in total; False on timeout."""
+        """Block until at least ``count`` samples were taken in total; False on timeout."""
+        return self._wait(lambda: self._count >= count, timeout_s)
+
+    def _wait(self, done: Callable[[], bool], timeout_s: float) -> bool:
+        def ready() -> bool:
+            self._flush_locked()
+            return done() or (self._stop.is_set() and not self.running)
+
         with self._cond:
-            return self._cond.wait_for(
-                lambda: self._count >= count or (self._stop.is_set() and not self.running),
-                timeout_s,
-            ) and (self._count >= count)
+            self._waiting += 1  # the thread then decodes each reading at once
+            try:
+                return self._cond.wait_for(ready, timeout_s) and done()
+            finally:
+                self._waiting -= 1
 
     def slice_between(self, t0: float, t1: float, *, pad: int = 1) -> SampleSlice:
         """Copy of the samples with ``t0 <= ts <= t1`` plus ``pad`` samples on each side."""
         with self._lock:
+            self._flush_locked()
             size = self._count - self._first_index
             view = _TimeView(self._ts_chunks, size, self._cs)
             i = max(bisect_left(view, t0) - pad, 0)
@@ -341,6 +457,7 @@ class Sampler:
     def slice_index(self, start: int, stop: int | None = None) -> SampleSlice:
         """Copy of samples by global index ``[start, stop)``, clipped to what is retained."""
         with self._lock:
+            self._flush_locked()
             lo = max(start, self._first_index) - self._first_index
             hi_g = self._count if stop is None else min(stop, self._count)
             hi = max(hi_g - self._first_index, lo)

@@ -15,11 +15,16 @@ Two kinds of quantity exist:
 A source whose channels nest (RAPL ``core`` inside ``package-0``) may declare an optional
 ``sum_channels`` attribute: the channels whose sum is the total when there is no total
 channel. Without it the total is the sum of all channels.
+
+A source whose reading is one ``pread`` of each of a fixed set of open files (the INA rails)
+may also implement :class:`PreadSource`: the sampler then reads the files itself, with no
+Python call per file, and decodes the texts in batches off the sampling slot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from ..board.types import TotalMethod
@@ -76,3 +81,39 @@ class PowerSource(Protocol):
         """One value per channel, in :attr:`channels` order. Raises :class:`ReadError`."""
 
     def close(self) -> None: ...
+
+
+PreadFn = Callable[[int, int, int], bytes]
+"""Signature of :func:`os.pread`: ``(fd, length, offset) -> bytes``."""
+
+
+@dataclass(frozen=True)
+class PreadPlan:
+    """What one reading of a :class:`PreadSource` is: ``pread(fd, size, 0)`` of each fd.
+
+    The descriptors stay valid (same numbers) until the source is closed; a file found
+    replaced is reopened onto the same number.
+    """
+
+    fds: tuple[int, ...]
+    size: int
+    pread: PreadFn
+    maintain_interval_s: float
+    """How often :meth:`PreadSource.maintain` is due; 0 means before every reading."""
+
+
+@runtime_checkable
+class PreadSource(PowerSource, Protocol):
+    """A :class:`PowerSource` whose ``read`` is ``decode`` of one pread per file."""
+
+    def pread_plan(self) -> PreadPlan: ...
+
+    def decode(self, raw: Sequence[bytes]) -> list[float]:
+        """Values per channel from the texts read by the plan. Raises :class:`ReadError`."""
+
+    def read_failed(self, index: int, exc: OSError) -> ReadError:
+        """The error for an OS failure of the pread of ``plan.fds[index]``."""
+
+    def maintain(self) -> None:
+        """Periodic upkeep (reopen replaced files). Raises :class:`ReadError` when it
+        finds a file gone: the reading in progress is dropped."""
