@@ -20,8 +20,6 @@ from pathlib import Path
 from ..board.types import Rail, RailMap, TotalMethod
 from .source import PreadFn, PreadPlan, Quantity, ReadError, SourceUnavailable
 
-__all__ = ["InaSource", "PreadFn", "naive_read_w", "parse_int"]
-
 READ_SIZE = 64
 NEGATIVE_LIMIT_W = -0.5
 """Rail power below this is nonsense, not shunt noise around 0 A; it is a read error."""
@@ -251,9 +249,9 @@ class InaSource:
 
     def read_failed(self, index: int, exc: OSError) -> ReadError:
         """The error for an OS failure reading ``pread_plan().fds[index]``."""
-        ch = self._owners[index]
         if self._closed:
             return ReadError("ina", "closed")
+        ch = self._owners[index]
         return ReadError(ch.name, "vanished" if ch.vanished else _errno_reason(exc))
 
     def maintain(self) -> None:

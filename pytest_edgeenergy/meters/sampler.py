@@ -168,7 +168,6 @@ class Sampler:
         self._decode: Callable[[Any], Sequence[float]] | None = None
         self._waiting = 0
 
-        self._stop = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
 
@@ -188,12 +187,12 @@ class Sampler:
     @property
     def stopped(self) -> bool:
         """True once :meth:`stop` was called."""
-        return self._stop.is_set()
+        return self._stopping
 
     def start(self) -> None:
         """Start the thread (once; a stopped sampler cannot be restarted)."""
         if self._thread is not None:
-            if self._stop.is_set():
+            if self._stopping:
                 raise RuntimeError("sampler was stopped; create a new Sampler")
             return
         self._thread = threading.Thread(
@@ -211,7 +210,6 @@ class Sampler:
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop the thread and wait for it (the source is left open)."""
         self._stopping = True
-        self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout_s)
@@ -330,16 +328,17 @@ class Sampler:
             try:
                 if psrc is None:
                     raw = read()
-                elif due < next_maintain or self._maintain(psrc):
+                else:
+                    upkept = True
                     if due >= next_maintain:
                         next_maintain = due + maintain_every
-                    it = iter(fds)
-                    try:
-                        raw = tuple(map(pread, it, sizes, offsets))
-                    except OSError as exc:
-                        raise psrc.read_failed(last_index - length_hint(it), exc) from None
-                else:
-                    next_maintain = due + maintain_every
+                        upkept = self._maintain(psrc)  # False: this slot is dropped
+                    if upkept:
+                        it = iter(fds)
+                        try:
+                            raw = tuple(map(pread, it, sizes, offsets))
+                        except OSError as exc:
+                            raise psrc.read_failed(last_index - length_hint(it), exc) from None
             except ReadError as exc:
                 self._count_error(exc.reason, str(exc))
             except Exception as exc:  # a broken source must not kill the sampler silently
@@ -435,7 +434,7 @@ class Sampler:
     def _wait(self, done: Callable[[], bool], timeout_s: float) -> bool:
         def ready() -> bool:
             self._flush_locked()
-            return done() or (self._stop.is_set() and not self.running)
+            return done() or (self._stopping and not self.running)
 
         with self._cond:
             self._waiting += 1  # the thread then decodes each reading at once
