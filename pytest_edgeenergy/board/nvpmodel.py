@@ -11,7 +11,7 @@ are kHz, GPU/EMC/DLA values Hz, exactly as written in the file.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .sysfs import CpuListError, parse_cpu_list
@@ -411,6 +411,8 @@ class CpuClockShow:
 
     cpu: int
     online: bool | None
+    """From the line's ``Online=``; when the line has none (JetPack 7), from the
+    ``Online CPUs: ..., Offline CPUs: ...`` header; None when neither says."""
     governor: str | None
     min_freq_hz: int | None
     max_freq_hz: int | None
@@ -427,6 +429,8 @@ class ClockShow:
     cur_freq_hz: int | None
     freq_override: bool | None = None
     """EMC only: ``FreqOverride=1`` (jetson_clocks pinned the rate)."""
+    online: bool | None = None
+    """Accelerators (``DLA0_CORE: Online=1 ...``): the line's ``Online=``."""
 
 
 @dataclass(frozen=True)
@@ -438,14 +442,25 @@ class JetsonClocksShow:
     online_cpus: tuple[int, ...]
     cpus: tuple[CpuClockShow, ...]
     gpu: ClockShow | None
+    """The GPU's graphics clock: ``GPU`` (before JetPack 7) or the first ``gpu-gpc-N``."""
     emc: ClockShow | None
     power_mode: str | None
     other_clocks: tuple[ClockShow, ...] = ()
-    """Further ``NAME MinFreq=...`` lines (DLA, PVA, CVNAS on L4T 35)."""
+    """Further ``NAME MinFreq=...`` lines (DLA, PVA, CVNAS on L4T 35+), names without ``:``."""
+    offline_cpus: tuple[int, ...] = ()
+    """The JetPack 7 header's ``Offline CPUs: ...`` list."""
+    gpu_clocks: tuple[ClockShow, ...] = ()
+    """Every GPU clock line: ``GPU``, ``gpu-gpc-N`` and ``gpu-nvd-N`` (Thor's codec clock)."""
 
 
 _KV_RE = re.compile(r"(\w+)=(\S*)")
 _CPU_LINE_RE = re.compile(r"^cpu(\d+):\s*(.*)$")
+_GPU_GRAPHICS_RE = re.compile(r"^(GPU|gpu-gpc-\d+)$")
+_GPU_CLOCK_RE = re.compile(r"^gpu-[a-z]+-\d+$")
+_ONLINE_HEADER = "Online CPUs:"
+_OFFLINE_HEADER = "Offline CPUs:"
+_GOVERNOR_KEYS = ("Governor", "Gonvernor")
+"""``Gonvernor`` is NVIDIA's own typo in the TX1-era script."""
 
 
 def _int_or_none(text: str | None) -> int | None:
@@ -462,14 +477,68 @@ def _khz_to_hz(text: str | None) -> int | None:
     return None if value is None else value * 1000
 
 
+def _flag(text: str | None) -> bool | None:
+    return {"1": True, "0": False}.get(text or "")
+
+
+def _cpu_header(line: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``Online CPUs: 0-5`` or ``Online CPUs: 0-13, Offline CPUs: 14-15`` (either empty)."""
+    rest = line[len(_ONLINE_HEADER) :]
+    online_text, _, offline_text = rest.partition(_OFFLINE_HEADER)
+    try:
+        return (
+            parse_cpu_list(online_text.strip().rstrip(",")),
+            parse_cpu_list(offline_text),
+        )
+    except CpuListError as exc:
+        raise JetsonClocksShowError(f"jetson_clocks --show: {exc}") from None
+
+
+def _cpu_line(number: str, rest: str) -> CpuClockShow:
+    kv = dict(_KV_RE.findall(rest))
+    governor = next((kv[k] for k in _GOVERNOR_KEYS if kv.get(k)), None)
+    return CpuClockShow(
+        cpu=int(number),
+        online=_flag(kv.get("Online")),
+        governor=governor,
+        min_freq_hz=_khz_to_hz(kv.get("MinFreq")),
+        max_freq_hz=_khz_to_hz(kv.get("MaxFreq")),
+        cur_freq_hz=_khz_to_hz(kv.get("CurrentFreq")),
+    )
+
+
+def _clock_line(line: str) -> ClockShow | None:
+    name, _, rest = line.partition(" ")
+    kv = dict(_KV_RE.findall(rest))
+    if "MaxFreq" not in kv:
+        return None
+    return ClockShow(
+        name=name.rstrip(":"),
+        min_freq_hz=_int_or_none(kv.get("MinFreq")),
+        max_freq_hz=_int_or_none(kv.get("MaxFreq")),
+        cur_freq_hz=_int_or_none(kv.get("CurrentFreq")),
+        freq_override=_flag(kv.get("FreqOverride")),
+        online=_flag(kv.get("Online")),
+    )
+
+
+def _with_header(cpu: CpuClockShow, online: tuple[int, ...] | None) -> CpuClockShow:
+    if cpu.online is not None or online is None:
+        return cpu
+    return replace(cpu, online=cpu.cpu in online)
+
+
 def parse_jetson_clocks_show(text: str) -> JetsonClocksShow:
-    """Parse ``jetson_clocks --show``. Raises :class:`JetsonClocksShowError` on a bad
-    ``Online CPUs`` list or when nothing recognisable is found."""
+    """Parse ``jetson_clocks --show`` of any generation (L4T 28 to JetPack 7).
+
+    Raises :class:`JetsonClocksShowError` on a bad ``Online CPUs`` list or when nothing
+    recognisable is found."""
     soc: str | None = None
     machine: str | None = None
-    online: tuple[int, ...] = ()
+    online: tuple[int, ...] | None = None
+    offline: tuple[int, ...] = ()
     cpus: list[CpuClockShow] = []
-    gpu: ClockShow | None = None
+    gpu_clocks: list[ClockShow] = []
     emc: ClockShow | None = None
     power_mode: str | None = None
     others: list[ClockShow] = []
@@ -485,12 +554,9 @@ def parse_jetson_clocks_show(text: str) -> JetsonClocksShow:
             soc = soc_part.strip() or None
             machine = machine_part.strip() or None
             continue
-        if line.startswith("Online CPUs:"):
+        if line.startswith(_ONLINE_HEADER):
             recognised = True
-            try:
-                online = parse_cpu_list(line[len("Online CPUs:") :])
-            except CpuListError as exc:
-                raise JetsonClocksShowError(f"jetson_clocks --show: {exc}") from None
+            online, offline = _cpu_header(line)
             continue
         mode_match = _MODE_LINE_RE.match(line)
         if mode_match is not None:
@@ -500,35 +566,15 @@ def parse_jetson_clocks_show(text: str) -> JetsonClocksShow:
         cpu_match = _CPU_LINE_RE.match(line)
         if cpu_match is not None:
             recognised = True
-            kv = dict(_KV_RE.findall(cpu_match.group(2)))
-            online_text = kv.get("Online")
-            cpus.append(
-                CpuClockShow(
-                    cpu=int(cpu_match.group(1)),
-                    online=None if online_text is None else online_text == "1",
-                    governor=kv.get("Governor") or None,
-                    min_freq_hz=_khz_to_hz(kv.get("MinFreq")),
-                    max_freq_hz=_khz_to_hz(kv.get("MaxFreq")),
-                    cur_freq_hz=_khz_to_hz(kv.get("CurrentFreq")),
-                )
-            )
+            cpus.append(_cpu_line(cpu_match.group(1), cpu_match.group(2)))
             continue
-        name, _, rest = line.partition(" ")
-        kv = dict(_KV_RE.findall(rest))
-        if "MaxFreq" not in kv:
+        clock = _clock_line(line)
+        if clock is None:
             continue
         recognised = True
-        override = kv.get("FreqOverride")
-        clock = ClockShow(
-            name=name,
-            min_freq_hz=_int_or_none(kv.get("MinFreq")),
-            max_freq_hz=_int_or_none(kv.get("MaxFreq")),
-            cur_freq_hz=_int_or_none(kv.get("CurrentFreq")),
-            freq_override=None if override is None else override == "1",
-        )
-        if name == "GPU":
-            gpu = clock
-        elif name == "EMC":
+        if _GPU_GRAPHICS_RE.match(clock.name) or _GPU_CLOCK_RE.match(clock.name):
+            gpu_clocks.append(clock)
+        elif clock.name == "EMC":
             emc = clock
         else:
             others.append(clock)
@@ -537,10 +583,12 @@ def parse_jetson_clocks_show(text: str) -> JetsonClocksShow:
     return JetsonClocksShow(
         soc_family=soc,
         machine=machine,
-        online_cpus=online,
-        cpus=tuple(cpus),
-        gpu=gpu,
+        online_cpus=online or (),
+        cpus=tuple(_with_header(c, online) for c in cpus),
+        gpu=next((c for c in gpu_clocks if _GPU_GRAPHICS_RE.match(c.name)), None),
         emc=emc,
         power_mode=power_mode,
         other_clocks=tuple(others),
+        offline_cpus=offline,
+        gpu_clocks=tuple(gpu_clocks),
     )

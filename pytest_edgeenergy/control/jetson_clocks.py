@@ -3,6 +3,7 @@ run (every clock at its maximum), through ``<root>/usr/bin/jetson_clocks`` as ar
 
 The plain run also writes files the control layer does not snapshot (cpuidle ``disable``,
 fan); a caller that pins with it must ``store`` first and ``restore`` afterwards.
+:meth:`JetsonClocksKnob.verify` reads the pinning back from ``--show``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from ..board.nvpmodel import JetsonClocksShow, parse_jetson_clocks_show
+from ..board.nvpmodel import ClockShow, CpuClockShow, JetsonClocksShow, parse_jetson_clocks_show
 from .errors import KnobUnavailable, ToolError
 from .knobset import KnobSet
 from .steps import Mismatch, StepRunner, ToolCall, run_tool
@@ -91,18 +92,63 @@ class JetsonClocksKnob:
             self._pinned = len(step.argv) == 1
 
     def verify(self) -> list[Mismatch]:
-        """After a plain run: CPU and GPU min == max, as jetson-stats judges it."""
+        """After a plain run: what :func:`pinning_mismatches` finds in ``--show``."""
         if not self._pinned:
             return []
-        shown = self.read_show()
-        mismatches: list[Mismatch] = []
-        bin_path = Path(self._bin())
-        for cpu in shown.cpus:
-            if cpu.online and cpu.min_freq_hz != cpu.max_freq_hz:
-                mismatches.append(
-                    Mismatch(bin_path, f"cpu{cpu.cpu} min == max", str(cpu.min_freq_hz), self.name)
-                )
-        gpu = shown.gpu
-        if gpu is not None and gpu.min_freq_hz != gpu.max_freq_hz:
-            mismatches.append(Mismatch(bin_path, "GPU min == max", str(gpu.min_freq_hz), self.name))
-        return mismatches
+        return pinning_mismatches(self.read_show(), Path(self._bin()), self.name)
+
+
+def _min_max(clock: CpuClockShow | ClockShow) -> str:
+    def hz(value: int | None) -> str:
+        return "?" if value is None else str(value)
+
+    return f"MinFreq {hz(clock.min_freq_hz)} Hz, MaxFreq {hz(clock.max_freq_hz)} Hz"
+
+
+def _pinned(clock: CpuClockShow | ClockShow) -> bool:
+    return clock.min_freq_hz is not None and clock.min_freq_hz == clock.max_freq_hz
+
+
+def pinning_mismatches(
+    shown: JetsonClocksShow, tool: Path, knob: str = "jetson_clocks"
+) -> list[Mismatch]:
+    """Whether ``--show`` says every clock is pinned, as jetson-stats judges it: online CPUs
+    and GPU clocks at min == max, EMC at its MaxFreq (the tool shows nvpmodel's EMC cap
+    there) with the override set.
+
+    Never passes vacuously: no online CPU line, no GPU graphics clock or no EMC line in
+    the output is a mismatch naming what is missing.
+    """
+    found: list[Mismatch] = []
+
+    def miss(expected: str, actual: str) -> None:
+        found.append(Mismatch(tool, expected, actual, knob))
+
+    checked = [c for c in shown.cpus if c.online is not False]
+    if not checked:
+        listed = ",".join(str(c.cpu) for c in shown.cpus) or "none"
+        miss(
+            "an online CPU line with MinFreq == MaxFreq",
+            f"no online CPU in jetson_clocks --show (CPU lines: {listed})",
+        )
+    for cpu in checked:
+        if not _pinned(cpu):
+            miss(f"cpu{cpu.cpu} MinFreq == MaxFreq", _min_max(cpu))
+    if shown.gpu is None:
+        names = ", ".join(c.name for c in shown.gpu_clocks) or "none"
+        miss(
+            "a GPU line (GPU or gpu-gpc-N) with MinFreq == MaxFreq",
+            f"no GPU graphics clock in jetson_clocks --show (GPU lines: {names})",
+        )
+    for gpu in shown.gpu_clocks:
+        if not _pinned(gpu):
+            miss(f"{gpu.name} MinFreq == MaxFreq", _min_max(gpu))
+    emc = shown.emc
+    if emc is None:
+        miss("an EMC line at its MaxFreq", "no EMC line in jetson_clocks --show")
+        return found
+    if emc.max_freq_hz is None or emc.cur_freq_hz != emc.max_freq_hz:
+        miss(f"EMC CurrentFreq == MaxFreq ({emc.max_freq_hz} Hz)", f"{emc.cur_freq_hz} Hz")
+    if emc.freq_override is False:
+        miss("EMC FreqOverride=1", "FreqOverride=0")
+    return found

@@ -317,7 +317,8 @@ _AGXX_EMC_HZ = (
     1866000000, 2133000000,
 )  # fmt: skip
 _ORIN_EMC_HZ = (204000000, 665600000, 2133000000, 3199000000)
-_THOR_EMC_HZ = (204000000, 665600000, 2133000000, 3199000000, 4266000000)  # assumption
+# Thor: min 665.6 MHz and max 4266 MHz as jetson_clocks --show prints them; steps assumed.
+_THOR_EMC_HZ = (665600000, 2133000000, 3199000000, 4266000000)
 
 _GOV_L4T32 = ("interactive", "conservative", "ondemand", "userspace", "powersave", "performance",
               "schedutil")  # fmt: skip
@@ -1175,9 +1176,10 @@ THOR = BoardModel(
     cpu_params=(("CPU_V3AE", 0),),
     cpu_governors=_GOV_ORIN,
     cpu_governor="schedutil",
-    idle_states=("WFI", "c7"),
+    idle_states=("WFI", "cc7"),
     gpu=_GPU_THOR,
-    emc=EmcSpec("bwmgr", _THOR_EMC_HZ, "sys/kernel/nvpmodel_clk_cap/emc", "CLOCK"),
+    # bpmp debugfs as on Orin: jetson_clocks --show on Thor prints FreqOverride (mrq_rate_locked).
+    emc=EmcSpec("bpmp", _THOR_EMC_HZ, "sys/kernel/nvpmodel_clk_cap/emc", "CLOCK"),
     thermal=(
         ThermalZoneSpec("cpu-thermal", 45.0, 0.12),
         ThermalZoneSpec("soc2-thermal", 42.0, 0.1),

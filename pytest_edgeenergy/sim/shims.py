@@ -324,42 +324,72 @@ def _emc_paths(model: BoardModel) -> dict[str, str]:
             "pin": f"{d}/min_freq"}  # fmt: skip
 
 
-def _show_cpus(model: BoardModel) -> list[int]:
+JP7_L4T_MAJOR = 38
+"""JetPack 7 (L4T 38/39): the ``--show`` layout without ``Online=`` on CPU lines."""
+
+
+def _show_cpus(model: BoardModel, online: list[int]) -> list[int]:
+    if model.l4t_major >= JP7_L4T_MAJOR:
+        return online
     if model.l4t_major <= 32:
         return list(range(model.cpu_count))
     return [c.policy for c in model.clusters]
 
 
-def jetson_clocks_show(root: Path, model: BoardModel, out: TextIO) -> None:
-    """``jetson_clocks --show``."""
-    out.write(f"SOC family:{model.soc}  Machine:{model.dt_model}\n\n")
-    online = [c for c in range(model.cpu_count) if _cpu_online(root, c)]
-    out.write(f"Online CPUs: {format_cpu_list(online)}\n")
-    for cpu in _show_cpus(model):
-        d = root / CPU_DIR / f"cpu{cpu}" / "cpufreq"
-        idle = " ".join(
-            f"{name}={1 - int(_read(p / 'disable', '0') or 0)}"
-            for name, p in _idle_dirs(root, cpu, model)
-        )
-        out.write(
-            f"cpu{cpu}:  Online={1 if cpu in online else 0} "
-            f"Governor={_read(d / 'scaling_governor')} "
-            f"MinFreq={_read(d / 'scaling_min_freq')} MaxFreq={_read(d / 'scaling_max_freq')} "
-            f"CurrentFreq={_read(d / 'scaling_cur_freq')} IdleStates: {idle}\n"
-        )
+def _show_cpu_line(root: Path, model: BoardModel, cpu: int, online: bool) -> str:
+    d = root / CPU_DIR / f"cpu{cpu}" / "cpufreq"
+    idle = " ".join(
+        f"{name}={1 - int(_read(p / 'disable', '0') or 0)}"
+        for name, p in _idle_dirs(root, cpu, model)
+    )
+    head = f"cpu{cpu}:".ljust(6)
+    online_field = "" if model.l4t_major >= JP7_L4T_MAJOR else f"Online={int(online)} "
+    return (
+        f"{head} {online_field}Governor={_read(d / 'scaling_governor')} "
+        f"MinFreq={_read(d / 'scaling_min_freq')} MaxFreq={_read(d / 'scaling_max_freq')} "
+        f"CurrentFreq={_read(d / 'scaling_cur_freq')} IdleStates: {idle}\n"
+    )
+
+
+def _show_gpu(root: Path, model: BoardModel) -> str:
     g = root / model.gpu.devfreq_dir
-    out.write(
-        f"GPU MinFreq={_read(g / 'min_freq')} MaxFreq={_read(g / 'max_freq')} "
+    if model.l4t_major >= JP7_L4T_MAJOR:
+        # JetPack 7 names the line after the devfreq device, and prints only what exists.
+        if not g.is_dir():
+            return ""
+        name = g.name
+    else:
+        name = "GPU"
+    return (
+        f"{name} MinFreq={_read(g / 'min_freq')} MaxFreq={_read(g / 'max_freq')} "
         f"CurrentFreq={_read(g / 'cur_freq')}\n"
     )
+
+
+def jetson_clocks_show(root: Path, model: BoardModel, out: TextIO) -> None:
+    """``jetson_clocks --show``. From JetPack 7 on: no blank second line, ``Online CPUs:
+    ..., Offline CPUs: ...``, a line per online CPU without ``Online=``, and the GPU line
+    named after its devfreq device (``gpu-gpc-0``)."""
+    jp7 = model.l4t_major >= JP7_L4T_MAJOR
+    out.write(f"SOC family:{model.soc}  Machine:{model.dt_model}\n" + ("" if jp7 else "\n"))
+    online = [c for c in range(model.cpu_count) if _cpu_online(root, c)]
+    header = f"Online CPUs: {format_cpu_list(online)}"
+    if jp7:
+        offline = [c for c in range(model.cpu_count) if c not in online]
+        header = f"{header}, Offline CPUs: {format_cpu_list(offline)}".rstrip()
+    out.write(header + "\n")
+    for cpu in _show_cpus(model, online):
+        out.write(_show_cpu_line(root, model, cpu, cpu in online))
+    out.write(_show_gpu(root, model))
     if model.gpu.tpcs:
         mask = int(_read(root / model.gpu.device_dir / "tpc_pg_mask", "0") or "0", 0)
         active = sum(1 for i in range(model.gpu.tpcs) if not (mask >> i) & 1)
         out.write(f"Active GPU TPCs: {active}\n")
     e = _emc_paths(model)
     override = _read(root / e["lock"], "0") if "lock" in e else "0"
+    # MaxFreq is nvpmodel's cap when it is lower, as the script shows (and pins) it.
     out.write(
-        f"EMC MinFreq={_read(root / e['min'])} MaxFreq={_read(root / e['max'])} "
+        f"EMC MinFreq={_read(root / e['min'])} MaxFreq={_emc_top(root, model)} "
         f"CurrentFreq={_read(root / e['cur'])} FreqOverride={override}\n"
     )
     try:
