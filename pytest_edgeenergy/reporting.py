@@ -1,7 +1,9 @@
 """From a pytest session's measurements to the JSON report, and the gate at the end.
 
-The report is opened when the board is set up and rewritten atomically after every finished
-test (see :class:`.report.writer.ReportWriter`), so a killed run keeps every finished test.
+The report writer is made when the board is set up; the file is written at the first
+finished test and rewritten atomically after every one (see
+:class:`.report.writer.ReportWriter`), so a killed run keeps every finished test and a run
+that finished none leaves no file.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ if TYPE_CHECKING:
     from .session import EnergySession, TestEnergy
 
 
-def open_writer(es: EnergySession, reports_dir: Path, settings: Mapping[str, Any]) -> ReportWriter:
-    """Create the report file (no tests yet) for this session's board."""
+def open_writer(
+    es: EnergySession, reports_dir: Path, settings: Mapping[str, Any], *, overwrite: bool = False
+) -> ReportWriter:
+    """The report writer for this session's board; the file is written at the first
+    finished test (``overwrite``: an existing file of another run may then be replaced)."""
     from .report.model import (
         build_device,
         build_header,
@@ -48,57 +53,21 @@ def open_writer(es: EnergySession, reports_dir: Path, settings: Mapping[str, Any
     path = es.settings.report or default_report_path(
         reports_dir, device_slug(device), datetime.now(timezone.utc)
     )
-    return ReportWriter(path, header)
-
-
-def _metric(name: str, values: Sequence[float | None], unit: str | None = None) -> Metric:
-    from .report.model import make_metric
-
-    return make_metric(name, [v for v in values if v is not None], unit=unit)
+    return ReportWriter(path, header, overwrite=overwrite)
 
 
 def window_metrics(windows: Sequence[WindowResult]) -> dict[str, Metric]:
-    """Metrics of an ``energy`` fixture test: one sample per window, per window label.
+    """Metrics of an ``energy`` fixture test (see :func:`.report.windows.labelled_metrics`)."""
+    from .report.windows import labelled_metrics
 
-    Windows of the first label give the plain names (``energy_j``, ``power_mean``...);
-    other labels are prefixed (``load.energy_j``).
-    """
-    by_label: dict[str, list[WindowResult]] = {}
-    for w in windows:
-        by_label.setdefault(w.label, []).append(w)
-    out: dict[str, Metric] = {}
-    for i, (label, ws) in enumerate(by_label.items()):
-        prefix = "" if i == 0 else f"{label}."
-        out[f"{prefix}energy_j"] = _metric("energy_j", [w.total.energy_j for w in ws], "J")
-        out[f"{prefix}energy_net_j"] = _metric("energy_net_j", [w.net_energy_j for w in ws], "J")
-        out[f"{prefix}power_mean"] = _metric("power_mean", [w.total.mean_w for w in ws], "W")
-        out[f"{prefix}power_peak"] = _metric("power_peak", [w.total.peak_w for w in ws], "W")
-        out[f"{prefix}duration"] = _metric("duration", [w.duration_s for w in ws], "s")
-        for rail in ws[0].rails:
-            out[f"{prefix}rail.{rail}.energy_j"] = _metric(
-                "rail_energy_j", [w.rails[rail].energy_j for w in ws if rail in w.rails], "J"
-            )
-    return out
+    return labelled_metrics(windows)
 
 
 def window_validity(windows: Sequence[WindowResult]) -> Validity | None:
-    """The validity of a test: all windows valid, summed samples, worst jitter."""
-    from .report.model import build_validity
+    """The validity of an ``energy`` fixture test; None when it measured no window."""
+    from .report.windows import validity_of
 
-    if not windows:
-        return None
-    reasons = [f"{w.label}: {w.invalid_reason}" for w in windows if not w.valid]
-    intervals = [w.interval_ms_mean for w in windows if w.interval_ms_mean is not None]
-    jitters = [w.interval_ms_jitter for w in windows if w.interval_ms_jitter is not None]
-    return build_validity(
-        samples=sum(w.samples for w in windows),
-        valid=not reasons,
-        reason="; ".join(reasons) or None,
-        interval_ms_mean=sum(intervals) / len(intervals) if intervals else None,
-        interval_ms_jitter=max(jitters) if jitters else None,
-        sampler_cpu_s=sum(w.sampler_cpu_s for w in windows),
-        read_errors=sum(sum(w.read_errors.values()) for w in windows),
-    )
+    return validity_of(windows) if windows else None
 
 
 def test_entry(rec: TestEnergy) -> dict[str, Any]:
@@ -110,6 +79,10 @@ def test_entry(rec: TestEnergy) -> dict[str, Any]:
     point = rec.operating_point
     op = build_operating_point(point["requested"], point["read_back"]) if point else None
     extra: dict[str, Any] | None = dict(rec.extra) or None
+    if rec.windows and not rec.metrics:
+        # The first label's metrics have plain names; the order names it.
+        labels = list(dict.fromkeys(w.label for w in rec.windows))
+        extra = {**(extra or {}), "windows": labels}
     if point:
         pinning = ("id", "verified", "mismatches", "drift", "dry_run")
         extra = {**(extra or {}), "operating_point": {k: point[k] for k in pinning}}

@@ -166,12 +166,13 @@ def test_summary_rows() -> None:
     bad = bench([window(0.5, 2.0, valid=False)], workload="bert-tiny")
     rows = summary_rows([good, bad])
     assert rows[0] == SUMMARY_HEADER
-    assert rows[1][:4] == ("resnet18", "cpu", "16", "15W-gpu612MHz")
+    assert rows[1][:4] == ("resnet18", "cpu", "16", "15W gpu612MHz")
     assert rows[1][4] == "5 mJ"
     assert rows[1][5] == "91 ms"
     assert rows[1][6] == "50"
     assert rows[1][7] == "valid"
     assert rows[2][2] == "10"  # batch falls back to items per call
+    assert rows[2][3] == "dvfs"  # nothing pinned: the one spelling of the default point
     assert rows[2][4] == "-"
     assert rows[2][7].startswith("INVALID: ")
     cfg = bench([window(0.5, 2.0)], workload="w", graph_mode="eager", precision="fp32")

@@ -66,10 +66,11 @@ def test_compare_table_joins_on_the_canonical_key() -> None:
     b = synthetic_report(sim_model="nano", seed=2, gpu_freqs_hz=(612e6, 918e6), energy_scale=2)
     table = compare_table([Source("a", a), Source("b", b)])
     ratio_col = table.columns.index("J/item") + 1
-    rows_b = [r for r in table.rows if r[5] == "#2"]
+    rows_b = [r for r in table.rows if r[6] == "#2"]
     assert len(rows_b) == len(b["tests"])
-    matched = [r for r in rows_b if r[4] == "gpu 612MHz"]
-    unmatched = [r for r in rows_b if r[4] == "gpu 918MHz"]
+    matched = [r for r in rows_b if r[4] == "gpu612MHz"]
+    unmatched = [r for r in rows_b if r[4] == "gpu918MHz"]
+    assert matched and unmatched
     assert all(r[ratio_col] == pytest.approx(2.0, rel=0.1) for r in matched)
     assert all(r[ratio_col] is None for r in unmatched)
 
@@ -183,7 +184,7 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
         "truncated": (good[: len(good) // 3], "truncated JSON"),
         "corrupt": (good.replace('"tests"', '"tests" x', 1), "corrupt JSON at line 1"),
         "foreign": ('{"benchmarks": [], "machine_info": {}}', "pytest-benchmark"),
-        "newer": (json.dumps(newer), "newer pytest-edgeenergy (schema 7); this version reads 1"),
+        "newer": (json.dumps(newer), "newer pytest-edgeenergy (schema 7); this version reads 2"),
         "empty": (json.dumps(synthetic_report(n_tests=0)), "has no test results"),
     }
     out = {}

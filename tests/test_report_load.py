@@ -19,6 +19,7 @@ from pytest_edgeenergy.report.load import (
     require_tests,
     version_notes,
 )
+from pytest_edgeenergy.report.schema import SCHEMA_VERSION
 from pytest_edgeenergy.report.synthetic import synthetic_report
 
 
@@ -81,13 +82,14 @@ def test_corrupt_report_says_where(tmp_path: Path) -> None:
 
 def test_newer_schema_is_refused_with_versions(tmp_path: Path) -> None:
     report = synthetic_report()
-    report["schema_version"] = 2
+    report["schema_version"] = SCHEMA_VERSION + 1
     report["new_field"] = {"x": 1}
     path = _write(tmp_path / "new.json", report)
     with pytest.raises(ReportError) as info:
         load_report(path)
     assert str(info.value) == (
-        f"{path}: written by a newer pytest-edgeenergy (schema 2); this version reads 1"
+        f"{path}: written by a newer pytest-edgeenergy (schema {SCHEMA_VERSION + 1}); "
+        f"this version reads {SCHEMA_VERSION}"
     )
 
 
@@ -146,7 +148,7 @@ def test_long_frame_one_row_per_test_and_metric(tmp_path: Path) -> None:
     assert row["test_id"] == test["id"]
     assert row["device"] == "sim:nano (simulated)" and bool(row["simulated"])
     assert row["gpu_freq_hz"] == pytest.approx(614.4e6)
-    assert row["op"] == "gpu_freq_hz=614400000"
+    assert row["op"] == "gpu614.4MHz"
     assert row["unit"] == "J/item"
     assert row["value"] == pytest.approx(test["metrics"]["energy_per_item"]["value"])
     assert row["n"] == 5 and len(row["samples"]) == 5

@@ -39,11 +39,11 @@ PATHS = _paths(SMALL)[1:]
 ODD_VALUES = [None, True, 0, 1, 1.0, 2.5, -3, "", "x", "0" * 32, [], [1.5], {}, {"a": 1}]
 
 
-def test_schema_is_valid_draft_2020_12_with_version_1() -> None:
+def test_schema_is_valid_draft_2020_12_reading_versions_1_and_2() -> None:
     schema = report_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
-    assert schema["properties"]["schema_version"] == {"const": SCHEMA_VERSION}
-    assert SCHEMA_VERSION == 1
+    assert schema["properties"]["schema_version"]["enum"] == [1, SCHEMA_VERSION]
+    assert SCHEMA_VERSION == 2
 
 
 def test_synthetic_report_valid_for_both_validators() -> None:

@@ -51,6 +51,7 @@ def expand(
         )
     resolver = Resolver(board, force=force, sources=sources)
     axes: list[tuple[Any, ...]] = []
+    words: dict[tuple[str, Any], str] = {}
     for key in DIMENSIONS:
         texts = options.get(key) or []
         values: list[Any] = []
@@ -58,13 +59,29 @@ def expand(
             for value in resolver.dimension(key, text):
                 if value not in values:
                     values.append(value)
+            for item in text.split(","):
+                word = item.strip().lower()
+                if key != "power_mode" and (
+                    word in _WORDS or (word == "all" and key == "cpu_cores")
+                ):
+                    (value,) = resolver.dimension(key, item)[-1:]
+                    words.setdefault((_FIELD[key], value), word)
         axes.append(tuple(values) if values else (None,))
     points: list[OperatingPoint] = []
     for combo in itertools.product(*axes):
-        point = OperatingPoint(**{_FIELD[k]: v for k, v in zip(DIMENSIONS, combo, strict=True)})
+        fields = {_FIELD[k]: v for k, v in zip(DIMENSIONS, combo, strict=True)}
+        said = tuple(
+            (name, words[(name, v)]) for name, v in fields.items() if (name, v) in words
+        )
+        point = OperatingPoint(**fields, words=said)
         if point not in points:
             points.append(point)
     return points
+
+
+_WORDS = frozenset({"min", "max"})
+"""Frequency words whose value differs from board to board (and ``--cpu-cores=all``);
+``all`` frequencies expand to the offered values, each then known by its own Hz."""
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:

@@ -63,6 +63,9 @@ class OperatingPoint:
     """Number of online cores (cpu0 .. cpuN-1)."""
     governor: str | None = None
     """CPU scaling governor."""
+    words: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    """``(field, word)`` for fields asked for by a word (``gpu_freq_hz`` by ``min``), so
+    reports can join the same request across boards; not part of the point's identity."""
 
     @property
     def is_dvfs(self) -> bool:
@@ -89,7 +92,7 @@ class OperatingPoint:
         return "-".join(parts) if parts else "dvfs"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "power_mode": self.power_mode,
             "cpu_freq_hz": self.cpu_freq_hz,
@@ -98,6 +101,9 @@ class OperatingPoint:
             "cpu_cores": self.cpu_cores,
             "governor": self.governor,
         }
+        if self.words:
+            out["as"] = dict(self.words)
+        return out
 
 
 DVFS = OperatingPoint()

@@ -1,9 +1,12 @@
 """``edgeenergy compare``: the same experiments side by side across reports and devices.
 
-Results are joined on workload x batch size x graph mode x precision x operating point
-(:func:`.keys.join_key`). For each key and report the table shows J/item, latency p90
-(latency mean, marked ``*``, where p90 was not measured), items/s and EDP (the metrics'
-``value``), each with its ratio to report #1's value for the same key.
+Results are joined on workload x batch size x graph mode x precision x requested operating
+point x test x every other parameter (:func:`.keys.join_key`); figures of other window
+labels (an ``energy`` window ``load``, an ``edge_bench`` phase) are rows of their own. For
+each key and report the table shows, as the results carry them, J/item, latency p90
+(latency mean, marked ``*``, where p90 was not measured), items/s and EDP, and/or the
+window figures (energy, net energy, mean and peak power, duration), each with its ratio to
+report #1's value for the same key.
 Exit status: 0 ok, 1 a gate failed, 2 bad input (message on stderr, nothing written).
 
 Large comparisons (50 reports of 2,000 results, 200 MB of JSON) are CPU-bound Python, so:
@@ -20,14 +23,16 @@ import argparse
 import base64
 import contextlib
 import functools
+import html
 import os
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from pytest_edgeenergy.report.baselines import describe, find_baselines
 from pytest_edgeenergy.report.gate import (
     GateExpr,
     GateExprError,
@@ -36,10 +41,10 @@ from pytest_edgeenergy.report.gate import (
     GateView,
     evaluate_views,
     expr_metrics,
-    find_baseline,
     gate_view,
     parse_expr,
     render_verdict,
+    require_carried,
 )
 from pytest_edgeenergy.report.keys import JoinKey, join_key, op_label
 from pytest_edgeenergy.report.load import (
@@ -67,15 +72,31 @@ from pytest_edgeenergy.report.tables import (
 )
 from pytest_edgeenergy.report.writer import atomic_write_text
 
+if TYPE_CHECKING:
+    from pytest_edgeenergy.report.plots import Rendered
+
 _new_key = tuple.__new__
 
 # (column label, metric names in order of preference, display scale)
-COMPARE_METRICS: tuple[tuple[str, tuple[str, ...], float], ...] = (
+BENCH_COLUMNS: tuple[tuple[str, tuple[str, ...], float], ...] = (
     ("J/item", ("energy_per_item",), 1.0),
     ("latency p90 [ms]", ("latency_p90", "latency_mean"), 1e3),
     ("items/s", ("throughput",), 1.0),
     ("EDP [J*s]", ("edp",), 1.0),
 )
+"""Columns of ``edge_bench`` results (work per item)."""
+WINDOW_COLUMNS: tuple[tuple[str, tuple[str, ...], float], ...] = (
+    ("energy [J]", ("energy_j",), 1.0),
+    ("net [J]", ("energy_net_j",), 1.0),
+    ("mean [W]", ("power_mean",), 1.0),
+    ("peak [W]", ("power_peak",), 1.0),
+    ("time [s]", ("duration_s",), 1.0),
+)
+"""Columns of energy windows (the ``energy`` fixture; phases such as ``load``)."""
+COMPARE_METRICS = BENCH_COLUMNS + WINDOW_COLUMNS
+"""Every compared metric; a table shows the bench or window columns or both, as its
+first report's results need (see :class:`Digest`)."""
+_N_BENCH = len(BENCH_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -104,33 +125,52 @@ class Digest:
     """The report without its ``tests``."""
     n_tests: int
     index: dict[JoinKey, _Entry]
-    duplicates: int
-    """Results whose key repeats an earlier one (the first is kept)."""
     fallback: bool
     """Some result shows a fallback metric (latency mean for p90)."""
     gate: GateView | None
     """The gated metrics, when the comparison gates."""
+    bench: bool = True
+    """Some result has per-item (``edge_bench``) figures."""
+    windows: bool = False
+    """Some result or window label has window figures but no per-item ones."""
 
     @property
     def label(self) -> str:
         return device_label(self.header["device"])
 
 
-def digest(report: Mapping[str, Any], gate_metrics: GateNeeds | None = None) -> Digest:
+def _labels(names: tuple[str, ...]) -> list[str]:
+    """Window labels of prefixed metric names (``load.energy_j`` -> ``load``), in order."""
+    out: dict[str, None] = {}
+    for name in names:
+        label, dot, rest = name.partition(".")
+        if dot and rest in _WINDOW_NAMES:
+            out[label] = None
+    return list(out)
+
+
+_WINDOW_NAMES = frozenset(names[0] for _, names, _ in WINDOW_COLUMNS)
+
+
+def digest(
+    report: Mapping[str, Any], gate_metrics: GateNeeds | None = None, *, source: str = "report"
+) -> Digest:
     """The :class:`Digest` of a validated report; ``gate_metrics``: the metrics gates read
-    (None: no gate view)."""
+    (None: no gate view). Two results with the same key (same test, parameters and
+    operating point) are a :class:`~.load.ReportError` naming both, never merged."""
     index: dict[JoinKey, _Entry] = {}
-    duplicates = 0
-    fallback = False
+    owners: dict[JoinKey, str] = {}
+    fallback = bench = windows = False
     # Repeated strings become one object each, which pickling then writes once.
     strings: dict[Any, Any] = {None: None}
     share = strings.setdefault
     plan = [(names[0], names[1:], scale) for _, names, scale in COMPARE_METRICS]
+    labels_of: dict[tuple[str, ...], list[str]] = {}
     for test in report["tests"]:
         status = test["status"]
         if status == "skipped":
             continue
-        workload, batch, graph, precision, op = join_key(test)
+        workload, batch, graph, precision, op, name, params, _ = join_key(test)
         key: JoinKey = _new_key(
             JoinKey,
             (
@@ -139,39 +179,58 @@ def digest(report: Mapping[str, Any], gate_metrics: GateNeeds | None = None) -> 
                 share(graph, graph),
                 share(precision, precision),
                 op,
+                share(name, name),
+                share(params, params),
+                "",
             ),
         )
         if key in index:
-            duplicates += 1
-            continue
+            raise ReportError(
+                source,
+                f"tests {owners[key]} and {test['id']} have the same key (test, parameters "
+                "and operating point): a result would be lost; give them distinct parameters",
+            )
+        owners[key] = test["id"]
         metrics = test["metrics"]
-        cells: list[Any] = []
-        values: list[float | None] = []
-        for name, others, scale in plan:
-            metric = metrics.get(name)
-            raw = metric.get("value") if metric is not None else None
-            value: float | None
-            cell: Any
-            if raw is not None:
-                number = float(raw)
-                value, cell = number, (number if scale == 1.0 else number * scale)
-            elif others:
-                value = _metric_value(metrics, others)[0]
-                if value is None:
-                    cell = None
+        names = tuple(metrics)
+        labels = labels_of.get(names)
+        if labels is None:
+            labels = labels_of[names] = _labels(names)
+        prefixes = [("", key)]
+        if labels:
+            prefixes += [(f"{lb}.", key._replace(window=share(lb, lb))) for lb in labels]
+        for prefix, row_key in prefixes:
+            cells: list[Any] = []
+            values: list[float | None] = []
+            for metric_name, others, scale in plan:
+                metric = metrics.get(prefix + metric_name)
+                raw = metric.get("value") if metric is not None else None
+                value: float | None
+                cell: Any
+                if raw is not None:
+                    number = float(raw)
+                    value, cell = number, (number if scale == 1.0 else number * scale)
+                elif others:
+                    value = _metric_value(metrics, [prefix + o for o in others])[0]
+                    if value is None:
+                        cell = None
+                    else:
+                        fallback = True
+                        cell = Marked(value if scale == 1.0 else value * scale, "*")
                 else:
-                    fallback = True
-                    cell = Marked(value if scale == 1.0 else value * scale, "*")
-            else:
-                value = cell = None
-            # x * 1.0 == x: the same object then serves as value and as cell.
-            cells.append(cell)
-            cells.append(None)
-            values.append(value)
-        index[key] = (share(status, status), tuple(cells), tuple(values))
+                    value = cell = None
+                # x * 1.0 == x: the same object then serves as value and as cell.
+                cells.append(cell)
+                cells.append(None)
+                values.append(value)
+            if prefix + "energy_per_item" in metrics:
+                bench = True
+            elif any(v is not None for v in values[_N_BENCH:]):
+                windows = True
+            index[row_key] = (share(status, status), tuple(cells), tuple(values))
     header = {k: v for k, v in report.items() if k != "tests"}
     gate = gate_view(report, gate_metrics) if gate_metrics is not None else None
-    return Digest(header, len(report["tests"]), index, duplicates, fallback, gate)
+    return Digest(header, len(report["tests"]), index, fallback, gate, bench, windows)
 
 
 def _metric_value(metrics: Mapping[str, Any], names: Sequence[str]) -> tuple[float | None, bool]:
@@ -185,7 +244,7 @@ def _metric_value(metrics: Mapping[str, Any], names: Sequence[str]) -> tuple[flo
 
 def compare_table(sources: Sequence[Source]) -> Table:
     """The comparison table for ``sources`` (the first is the reference for ratios)."""
-    return digest_table([(s.name, digest(s.report)) for s in sources])
+    return digest_table([(s.name, digest(s.report, source=s.name)) for s in sources])
 
 
 def digest_table(digests: Sequence[tuple[str, Digest]]) -> Table:
@@ -203,7 +262,6 @@ class _Meta(NamedTuple):
     header: dict[str, Any]
     label: str
     n_tests: int
-    duplicates: int
     fallback: bool
 
 
@@ -216,18 +274,39 @@ class _TableBuilder:
     """
 
     def __init__(self, *, markdown: bool = False) -> None:
-        columns = ["workload", "batch", "graph", "precision", "operating point", "report"]
-        columns += ["device", "status"]
-        for label, _, _ in COMPARE_METRICS:
-            columns += [label, "ratio"]
-        self.columns = columns
-        self.first_ratio = len(columns) - 2 * len(COMPARE_METRICS) + 1
+        self.columns: list[str] = []
+        self.first_ratio = 0
+        self.cells = self.values = slice(None)
         self.metas: list[_Meta] = []
         self.reference: dict[JoinKey, _Entry] = {}
         self.rows: list[dict[JoinKey, list[Any]]] = []
         self.lines: list[dict[JoinKey, str]] | None = [] if markdown else None
-        self.numeric = [False] * len(columns)
+        self.numeric: list[bool] = []
         self.key_cells: dict[JoinKey, tuple[Any, ...]] = {}
+
+    def _choose_columns(self, first: Digest) -> None:
+        """The metric columns: per item, windows or both, as the first report needs."""
+        if first.windows and not first.bench:
+            shown, self.cells, self.values = (
+                WINDOW_COLUMNS,
+                slice(2 * _N_BENCH, None),
+                slice(_N_BENCH, None),
+            )
+        elif first.windows:
+            shown, self.cells, self.values = COMPARE_METRICS, slice(None), slice(None)
+        else:
+            shown, self.cells, self.values = (
+                BENCH_COLUMNS,
+                slice(0, 2 * _N_BENCH),
+                slice(0, _N_BENCH),
+            )
+        columns = ["workload", "batch", "graph", "precision", "operating point", "params"]
+        columns += ["report", "device", "status"]
+        for label, _, _ in shown:
+            columns += [label, "ratio"]
+        self.columns = columns
+        self.first_ratio = len(columns) - 2 * len(shown) + 1
+        self.numeric = [False] * len(columns)
 
     @property
     def count(self) -> int:
@@ -237,29 +316,35 @@ class _TableBuilder:
         number, label = f"#{len(self.metas) + 1}", new.label
         if not self.metas:
             self.reference = new.index
+            self._choose_columns(new)
         reference = self.reference
         first_ratio = self.first_ratio
         key_cells = self.key_cells
+        cell_part, value_part = self.cells, self.values
         rows: dict[JoinKey, list[Any]] = {}
         for key, (status, cells, values) in new.index.items():
             shared = key_cells.get(key)
             if shared is None:
+                params = key.params.replace(",", " ")
+                if key.window:
+                    params = f"{params} [{key.window}]".lstrip()
                 shared = key_cells[key] = (
                     key.workload,
                     key.batch_size,
                     key.graph_mode,
                     key.precision,
                     op_label(key.op),
+                    params or None,
                 )
-            row = [*shared, number, label, status, *cells]
+            row = [*shared, number, label, status, *cells[cell_part]]
             found = reference.get(key)
             if found is not None:
                 row[first_ratio::2] = [
                     Ratio(value / ref) if value is not None and ref else None
-                    for value, ref in zip(values, found[2], strict=True)
+                    for value, ref in zip(values[value_part], found[2][value_part], strict=True)
                 ]
             rows[key] = row
-        meta = _Meta(name, new.header, label, new.n_tests, new.duplicates, new.fallback)
+        meta = _Meta(name, new.header, label, new.n_tests, new.fallback)
         self.metas.append(meta)
         if self.lines is None:
             self.rows.append(rows)
@@ -293,11 +378,6 @@ class _TableBuilder:
         table.notes.append("ratio: value / value of report #1 for the same key")
         if any(meta.fallback for meta in metas):
             table.notes.append("* latency mean where latency p90 was not measured")
-        for meta in metas:
-            if meta.duplicates:
-                table.notes.append(
-                    f"{meta.name}: {meta.duplicates} results repeat an earlier key; first kept"
-                )
         table.notes.extend(version_notes([(meta.name, meta.header) for meta in metas]))
         return table
 
@@ -320,7 +400,7 @@ class _TableBuilder:
 def _digest_path(path: Path, gate_metrics: GateNeeds | None) -> Digest:
     report = load_report(path)
     require_tests(report, path)
-    return digest(report, gate_metrics)
+    return digest(report, gate_metrics, source=str(path))
 
 
 def digest_stream(
@@ -363,7 +443,7 @@ def compare_frame_rows(sources: Sequence[Source]) -> list[dict[str, Any]]:
     return rows
 
 
-def _plots(sources: Sequence[Source], out_dir: Path) -> list[Path]:
+def _plots(sources: Sequence[Source], out_dir: Path) -> Rendered:
     from pytest_edgeenergy.report.load import frame_from_rows
     from pytest_edgeenergy.report.plots import render_all
 
@@ -374,18 +454,23 @@ def _html(table: Table, verdicts: Sequence[GateVerdict], sources: Sequence[Sourc
     body = [render_html_table(table)]
     body += [render_verdict(v, "html") for v in verdicts]
     with tempfile.TemporaryDirectory(prefix="edgeenergy-plots-") as tmp:
-        for png in _plots(sources, Path(tmp)):
+        rendered = _plots(sources, Path(tmp))
+        for png in rendered:
             data = base64.b64encode(png.read_bytes()).decode("ascii")
             body.append(f'<img alt="{png.stem}" src="data:image/png;base64,{data}">')
+        body += [f"<p>no plot: {html.escape(str(note))}</p>" for note in rendered.notes]
     return html_document("pytest-edgeenergy comparison", "\n".join(body) + "\n")
 
 
 class _Gater:
     """The gates of a comparison, one report at a time in command-line order."""
 
-    def __init__(self, exprs: Sequence[GateExpr], baseline: Path | None) -> None:
+    def __init__(
+        self, exprs: Sequence[GateExpr], baseline: Path | None, *, strict: bool = False
+    ) -> None:
         self.exprs = exprs
         self.baseline = baseline
+        self.strict = strict
         self.needs = expr_metrics(exprs)
         self.verdicts: list[GateVerdict] = []
         self.messages: list[str] = []
@@ -410,15 +495,20 @@ class _Gater:
         """Gate ``new`` if it has a baseline; raises ReportError or GateExprError."""
         first = self.count == 0
         self.count += 1
+        assert new.gate is not None  # digested with the gated metrics
+        if self.baseline is not None or not first:
+            require_carried(new.gate, self.exprs, name)
+        base_view: GateView | list[GateView]
         if self.baseline is not None:
-            path, base_report, found = find_baseline(self.baseline, new.header, load=self._load)
-            self.messages.extend(found)
-            if base_report is None or path is None:
+            found, messages = find_baselines(self.baseline, new.header, load=self._load)
+            self.messages.extend(messages)
+            if not found:
                 return
-            base_name = str(path)
-            if path not in self.views:
-                self.views[path] = gate_view(base_report, self.needs)
-            base_view = self.views[path]
+            base_name = describe(self.baseline, found)
+            for path, base_report in found:
+                if path not in self.views:
+                    self.views[path] = gate_view(base_report, self.needs)
+            base_view = [self.views[path] for path, _ in found]
         else:
             fingerprint = new.header["device"]["fingerprint"]
             earlier = self.latest.get(fingerprint)
@@ -434,9 +524,13 @@ class _Gater:
             base_name, earlier_view = earlier
             assert earlier_view is not None  # digested with the gated metrics
             base_view = earlier_view
-        assert new.gate is not None
         verdict = evaluate_views(
-            base_view, new.gate, self.exprs, baseline_name=base_name, new_name=name
+            base_view,
+            new.gate,
+            self.exprs,
+            strict=self.strict,
+            baseline_name=base_name,
+            new_name=name,
         )
         gated = [r for r in verdict.rows if r.verdict != "no-baseline"]
         if verdict.rows and not gated:
@@ -465,8 +559,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--baseline",
         type=Path,
-        help="baseline report or directory of reports (default: the previous report of the "
-        "same device on the command line)",
+        help="baseline report, or directory of reports: the newest runs of each device are "
+        "the baseline, judged by their run-to-run spread; a missing or empty directory is "
+        "'no baseline yet' (default: the previous report of the same device on the command "
+        "line)",
+    )
+    parser.add_argument(
+        "--fail-insufficient",
+        action="store_true",
+        help="strict gate: a result too thinly measured to judge ('insufficient': too few "
+        "repeats or runs, or a failed or invalid result on either side) fails it too",
     )
     parser.add_argument("--format", choices=FORMATS, default="table")
     parser.add_argument("--output", type=Path, help="write the comparison here, not stdout")
@@ -512,6 +614,8 @@ def _compare_main(argv: Sequence[str] | None) -> int:
         exprs = [parse_expr(e) for e in args.fail]
     except GateExprError as exc:
         return _error(str(exc))
+    if args.fail_insufficient and not exprs:
+        return _error("--fail-insufficient makes a gate strict, but no gate is given (--fail)")
     fmt: Format = args.format
     inputs = {p.resolve() for p in args.reports}
     if args.baseline is not None and args.baseline.is_file():
@@ -520,7 +624,7 @@ def _compare_main(argv: Sequence[str] | None) -> int:
         return _error(f"--output {args.output} is one of the input reports; not overwritten")
     gate_metrics = expr_metrics(exprs) if exprs else None
     builder = _TableBuilder(markdown=fmt == "markdown")
-    gater = _Gater(exprs, args.baseline) if exprs else None
+    gater = _Gater(exprs, args.baseline, strict=args.fail_insufficient) if exprs else None
     sources: list[Source] = []
     try:
         stream: Iterator[tuple[str, Digest]]
@@ -529,7 +633,7 @@ def _compare_main(argv: Sequence[str] | None) -> int:
                 report = load_report(path)
                 require_tests(report, path)
                 sources.append(Source(str(path), report))
-            stream = ((s.name, digest(s.report, gate_metrics)) for s in sources)
+            stream = ((s.name, digest(s.report, gate_metrics, source=s.name)) for s in sources)
         else:
             stream = digest_stream(args.reports, gate_metrics)
         # Each report is tabled and gated as soon as it and all before it are read; an
@@ -573,8 +677,8 @@ def _compare_main(argv: Sequence[str] | None) -> int:
                 sys.stderr.write(render_verdict(verdict, "table"))
         _append_step_summary(table, verdicts, document if fmt == "markdown" else None)
         if args.plots is not None:
-            for png in _plots(sources, args.plots):
-                print(f"wrote {png}", file=sys.stderr)
+            for line in _plots(sources, args.plots).lines():
+                print(line, file=sys.stderr)
     except OSError as exc:
         return _error(f"{exc.filename or ''}: {exc.strerror or exc}")
     return 1 if any(v.failed for v in verdicts) else 0

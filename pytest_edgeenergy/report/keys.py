@@ -1,20 +1,36 @@
-"""Canonical keys that match results across reports.
+"""Canonical keys that match results across reports, and the one short label of a point.
 
 Operating-point dictionaries (``params.operating_point.requested`` / ``read_back``) use the
 keys ``power_mode``, ``cpu_freq_hz``, ``gpu_freq_hz``, ``emc_freq_hz``, ``cpu_cores`` and
-``governor``; any other key is kept and compared as given.
+``governor``; ``requested.as`` maps a field to the word it was asked for by (``min``,
+``max``, ``all``), so that ``--gpu-freq=min`` on two boards is one point although it
+resolves to each board's own Hz. ``id`` is the test id's part and never part of a key.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-DEFAULT_OP = "default"
-"""Key of an operating point that pinned nothing (the board's own DVFS)."""
+DEFAULT_OP = "dvfs"
+"""Key and label of an operating point that pinned nothing (the board's own DVFS)."""
+
+KNOWN_PARAMS = frozenset({"workload", "batch_size", "graph_mode", "precision", "operating_point"})
+"""Parameters that have their own place in a :class:`JoinKey`; every other one goes into
+its ``params`` part."""
+
+# Fields of a requested point in label order, with their short names.
+_LABEL_FIELDS = (
+    ("power_mode", ""),
+    ("gpu_freq_hz", "gpu"),
+    ("cpu_freq_hz", "cpu"),
+    ("emc_freq_hz", "emc"),
+    ("cpu_cores", "cores"),
+    ("governor", ""),
+)
+_KEY_FIELDS = frozenset(name for name, _ in _LABEL_FIELDS)
 
 
 def _fmt(value: Any) -> str:
@@ -39,10 +55,12 @@ def _op_dict(params: Mapping[str, Any], which: str) -> Mapping[str, Any]:
 
 
 def op_key(params: Mapping[str, Any]) -> str:
-    """Canonical key of a test's requested operating point, e.g. ``gpu_freq_hz=612000000``.
+    """Canonical key of a test's requested operating point, e.g. ``gpu_freq_hz=min`` or
+    ``gpu_freq_hz=612000000,power_mode=15W``; :data:`DEFAULT_OP` when nothing was pinned.
 
-    The requested values, not the read-back ones, so that two runs asking for the same point
-    match even when the clocks settle a step apart; :data:`DEFAULT_OP` when nothing pinned.
+    What was requested, not what was read back, so that two runs asking for the same point
+    match even when the clocks settle a step apart; a word (``min``, ``max``) where the
+    point was asked for by one, so that the same request joins across devices.
     """
     op = params.get("operating_point")
     requested = op.get("requested") if type(op) is dict else None
@@ -52,8 +70,8 @@ def op_key(params: Mapping[str, Any]) -> str:
         return DEFAULT_OP
     if not _CACHEABLE.issuperset(map(type, requested.values())):
         return _op_key(requested)
-    # Reports repeat a handful of operating points thousands of times. Only int and str
-    # values are cached: among them equal items format equally (True == 1 == 1.0 would not).
+    # Reports repeat a handful of operating points thousands of times. Only int, str and
+    # None values are cached: among them equal items format equally (True == 1 would not).
     items = tuple(requested.items())
     key = _OP_KEYS.get(items)
     if key is None:
@@ -63,29 +81,59 @@ def op_key(params: Mapping[str, Any]) -> str:
     return key
 
 
-_CACHEABLE = frozenset({int, str})
+_CACHEABLE = frozenset({int, str, type(None)})
 _OP_KEYS: dict[tuple[tuple[Any, Any], ...], str] = {}
 _OP_KEYS_MAX = 4096
 
 
 def _op_key(requested: Mapping[str, Any]) -> str:
-    return ",".join([f"{k}={_fmt(v)}" for k, v in sorted(requested.items())])
+    words = requested.get("as")
+    words = words if isinstance(words, Mapping) else {}
+    parts = []
+    for name, value in sorted(requested.items()):
+        if name in ("id", "as") or value is None:
+            continue
+        word = words.get(name)
+        parts.append(f"{name}={word if isinstance(word, str) else _fmt(value)}")
+    return ",".join(parts) or DEFAULT_OP
+
+
+def _freq_text(value: str) -> str:
+    try:
+        hz = float(value)
+    except ValueError:
+        return f" {value}"  # a word: "gpu min"
+    if hz >= 1e9:
+        return f"{hz / 1e9:g}GHz"
+    return f"{hz / 1e6:g}MHz"
 
 
 @lru_cache(maxsize=4096)
 def op_label(key: str) -> str:
-    """Readable form of :func:`op_key`: frequencies in MHz, ``_hz`` suffixes dropped."""
-    if key == DEFAULT_OP:
-        return "DVFS (default)"
-    parts = []
+    """The one short label of :func:`op_key`'s point: ``15W``, ``15W gpu612MHz``,
+    ``gpu min``, ``4cores``, ``dvfs``. A text that is not a key is returned as it is."""
+    if key == DEFAULT_OP or "=" not in key:
+        return key
+    values: dict[str, str] = {}
+    others: list[str] = []
     for item in key.split(","):
         name, _, value = item.partition("=")
+        if name in _KEY_FIELDS:
+            values[name] = value
+        else:
+            others.append(f"{name}={value}")
+    parts = []
+    for name, short in _LABEL_FIELDS:
+        text = values.get(name)
+        if text is None:
+            continue
         if name.endswith("_freq_hz"):
-            with contextlib.suppress(ValueError):
-                value = f"{float(value) / 1e6:g}MHz"
-            name = name[: -len("_freq_hz")]
-        parts.append(f"{name} {value}")
-    return ", ".join(parts)
+            parts.append(short + _freq_text(text))
+        elif name == "cpu_cores":
+            parts.append(f"cores {text}" if not text.isdigit() else f"{text}cores")
+        else:
+            parts.append(text)
+    return " ".join(parts + others) or DEFAULT_OP
 
 
 def op_value(params: Mapping[str, Any], name: str) -> Any:
@@ -98,7 +146,13 @@ def op_value(params: Mapping[str, Any], name: str) -> Any:
 
 def is_dvfs(params: Mapping[str, Any]) -> bool:
     """True when the test pinned no clock frequency (the governors chose)."""
-    return not any(k.endswith("_freq_hz") for k in _op_dict(params, "requested"))
+    requested = _op_dict(params, "requested")
+    return not any(k.endswith("_freq_hz") and v is not None for k, v in requested.items())
+
+
+def test_name(entry: Mapping[str, Any]) -> str:
+    """The test's nodeid without its parameter part (``suites/x.py::test_y``)."""
+    return str(entry["id"]).split("[", 1)[0]
 
 
 def workload_of(entry: Mapping[str, Any]) -> str:
@@ -107,30 +161,51 @@ def workload_of(entry: Mapping[str, Any]) -> str:
     workload = params.get("workload")
     if workload:
         return str(workload)
-    return str(entry["id"]).split("[", 1)[0]
+    return test_name(entry)
+
+
+def params_key(params: Mapping[str, Any]) -> str:
+    """Every parameter besides those of :data:`KNOWN_PARAMS`, as ``name=value`` pairs
+    (sorted, comma separated; empty when there is none)."""
+    if len(params) <= len(KNOWN_PARAMS) and KNOWN_PARAMS.issuperset(params):
+        return ""
+    return ",".join(
+        f"{k}={_fmt(v)}"
+        for k, v in sorted(params.items())
+        if k not in KNOWN_PARAMS and v is not None
+    )
 
 
 class JoinKey(NamedTuple):
-    """What makes two results 'the same experiment' across devices."""
+    """What makes two results 'the same experiment' across runs and devices: the test,
+    its parameters (every one pytest gave it) and the requested operating point."""
 
     workload: str
     batch_size: int | None
     graph_mode: str | None
     precision: str | None
     op: str
+    test: str
+    params: str
+    window: str = ""
+    """A window label (``load``) for the figures of a labelled window or phase; empty for
+    the test's main figures."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Unpickled by tuple.__new__, not by the generated Python __new__: digests carry
         # thousands of keys between processes.
         return (tuple.__new__, (type(self), tuple(self)))
 
-    def sort_key(self) -> tuple[str, int, str, str, str]:
+    def sort_key(self) -> tuple[str, int, str, str, str, str, str, str]:
         return (
             self.workload,
             self.batch_size if self.batch_size is not None else -1,
             self.graph_mode or "",
             self.precision or "",
             self.op,
+            self.test,
+            self.params,
+            self.window,
         )
 
 
@@ -138,18 +213,23 @@ _new_key = tuple.__new__
 
 
 def join_key(entry: Mapping[str, Any]) -> JoinKey:
-    """Workload x batch size x graph mode x precision x operating point of a test entry."""
+    """Workload x batch size x graph mode x precision x operating point x test x the
+    other parameters of a test entry."""
     params = entry.get("params") or {}
     batch = params.get("batch_size")
     workload = params.get("workload")
+    test = test_name(entry)
     key: JoinKey = _new_key(
         JoinKey,
         (
-            str(workload) if workload else str(entry["id"]).split("[", 1)[0],
+            str(workload) if workload else test,
             int(batch) if batch is not None else None,
             params.get("graph_mode"),
             params.get("precision"),
             op_key(params),
+            test,
+            params_key(params),
+            "",
         ),
     )
     return key

@@ -6,8 +6,10 @@ The long table (:func:`load`, one row per test x metric) has the columns in
 ``source`` file the row came from; ``run_id``; ``device_fingerprint``; ``device_model`` (the
 model string); ``device`` (readable label, ``(simulated)`` for virtual boards); ``simulated``;
 ``test_id``; ``workload`` (params.workload, else the nodeid without its parameters);
-``batch_size``; ``graph_mode``; ``precision``; ``op`` (canonical requested operating point,
-see :mod:`.keys`); ``power_mode``, ``cpu_freq_hz``, ``gpu_freq_hz``, ``emc_freq_hz``
+``batch_size``; ``graph_mode``; ``precision``; ``op`` (the requested operating point's
+short label: ``15W``, ``15W gpu612MHz``, ``gpu min``, ``dvfs``; see :mod:`.keys`);
+``params`` (the test's other parameters, ``n=64,device=cpu``); ``power_mode``,
+``cpu_freq_hz``, ``gpu_freq_hz``, ``emc_freq_hz``
 (read back when reported, else as requested, else null); ``dvfs`` (no clock pinned);
 ``status``; ``valid`` (validity.valid, null when not measured); ``metric``; ``unit``;
 ``value``; ``mean``, ``median``, ``stdev``, ``n`` (from the metric's stats, null without);
@@ -24,7 +26,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_edgeenergy.report.keys import is_dvfs, op_key, op_value, workload_of
+from pytest_edgeenergy.extras import require
+from pytest_edgeenergy.report.keys import (
+    is_dvfs,
+    op_key,
+    op_label,
+    op_value,
+    params_key,
+    workload_of,
+)
 from pytest_edgeenergy.report.model import TOOL_NAME, device_label
 from pytest_edgeenergy.report.schema import SCHEMA_VERSION, SchemaError, validate
 
@@ -44,6 +54,7 @@ LONG_COLUMNS: tuple[str, ...] = (
     "graph_mode",
     "precision",
     "op",
+    "params",
     "power_mode",
     "cpu_freq_hz",
     "gpu_freq_hz",
@@ -139,17 +150,44 @@ def _read_json(path: Path) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if exc.end == len(raw) and exc.reason == "unexpected end of data":
+            raise ReportError(
+                path,
+                f"truncated JSON: the text ends early, inside a UTF-8 character at byte "
+                f"{exc.start} of {len(raw)}",
+            ) from None
         raise ReportError(path, f"is not UTF-8 text (byte {exc.start}); not a report") from None
     try:
         with gc_paused():
             return json.loads(text)
     except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}"
-        if exc.pos >= len(text.rstrip()):
-            raise ReportError(
-                path, f"truncated JSON: the text ends early at {where} ({exc.msg})"
-            ) from None
-        raise ReportError(path, f"corrupt JSON at {where}: {exc.msg}") from None
+        raise ReportError(path, _json_problem(text, exc)) from None
+
+
+_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+
+
+def _json_problem(text: str, exc: json.JSONDecodeError) -> str:
+    """Why ``text`` is not JSON, and where: a text cut inside a value (a string, a literal,
+    an escape) reads as truncated where it ends, not as corrupt where the value began."""
+    where = f"line {exc.lineno}, column {exc.colno}"
+    rest = text[exc.pos :].rstrip()
+    if not rest:
+        cut = exc.msg.removesuffix(" at")
+    elif re.fullmatch(r"[.eE][-+]?", rest):  # "1." or "2e+": json stops before the cut
+        cut = "inside a number"
+    elif exc.msg.startswith("Unterminated string"):  # no closing quote before the end
+        cut = f"inside a string that starts at {where}"
+    elif exc.msg == "Expecting value" and any(w.startswith(rest) for w in _LITERALS):
+        cut = f"inside the value {rest!r} at {where}"
+    elif exc.msg.startswith("Invalid \\uXXXX escape") and len(rest) < 6:
+        cut = f"inside a \\u escape at {where}"
+    else:
+        return f"corrupt JSON at {where}: {exc.msg.removesuffix(' at')}"
+    kept = text.rstrip()
+    line = kept.count("\n") + 1
+    column = len(kept) - kept.rfind("\n")
+    return f"truncated JSON: the text ends early at line {line}, column {column} ({cut})"
 
 
 def _foreign_hint(doc: Any) -> str:
@@ -183,6 +221,35 @@ def check_report(doc: Any, path: Path | str) -> dict[str, Any]:
         raise ReportError(path, str(exc)) from None
     if doc["simulated"] != doc["device"]["simulated"]:
         raise ReportError(path, "'simulated' disagrees with 'device.simulated'")
+    if version < SCHEMA_VERSION:
+        migrate(doc)
+    return doc
+
+
+def _v1_metric_name(name: str) -> str:
+    """A version 1 energy-fixture metric name as version 2 spells it."""
+    head, dot, last = name.rpartition(".")
+    if last == "duration":
+        return f"{head}{dot}duration_s"
+    prefix, rail_mark, rest = name.partition("rail.")
+    if rail_mark and (not prefix or prefix.endswith(".")) and rest.endswith(".energy_j"):
+        return f"{prefix}energy_j.{rest[: -len('.energy_j')]}"
+    return name
+
+
+def migrate(doc: dict[str, Any]) -> dict[str, Any]:
+    """Bring a validated report of an older ``schema_version`` to the current one, in place.
+
+    Version 1 named the ``energy`` fixture's metrics ``duration`` and ``rail.RAIL.energy_j``
+    (``LABEL.`` prefixed for later window labels); version 2 names them as ``edge_bench``
+    does: ``duration_s`` and ``energy_j.RAIL``.
+    """
+    if doc["schema_version"] == 1:
+        for test in doc["tests"]:
+            metrics = test["metrics"]
+            if any(n.endswith("duration") or "rail." in n for n in metrics):
+                test["metrics"] = {_v1_metric_name(n): m for n, m in metrics.items()}
+        doc["schema_version"] = 2
     return doc
 
 
@@ -236,7 +303,8 @@ def long_rows(report: Mapping[str, Any], source: str = "") -> list[dict[str, Any
             "batch_size": params.get("batch_size"),
             "graph_mode": params.get("graph_mode"),
             "precision": params.get("precision"),
-            "op": op_key(params),
+            "op": op_label(op_key(params)),
+            "params": params_key(params),
             "power_mode": op_value(params, "power_mode"),
             "cpu_freq_hz": op_value(params, "cpu_freq_hz"),
             "gpu_freq_hz": op_value(params, "gpu_freq_hz"),
@@ -265,6 +333,7 @@ def long_rows(report: Mapping[str, Any], source: str = "") -> list[dict[str, Any
 
 def frame_from_rows(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """A long DataFrame with exactly :data:`LONG_COLUMNS` (also when there are no rows)."""
+    require("pandas", "analysis", "the long table of reports (report.load.load, plots)")
     import pandas as pd
 
     frame = pd.DataFrame(list(rows), columns=list(LONG_COLUMNS))

@@ -42,6 +42,7 @@ METRIC_UNITS: dict[str, str] = {
     "power_peak": "W",
     "edp": "J·s",
     "memory_peak": "B",
+    "duration_s": "s",
 }
 """Units of the well-known metrics; other metric names are allowed with any unit."""
 
@@ -120,7 +121,7 @@ class OperatingPointInfo(TypedDict):
     read_back: dict[str, Any]
 
 
-class Validity(TypedDict):
+class _ValidityRequired(TypedDict):
     samples: int
     interval_ms_mean: float | None
     interval_ms_jitter: float | None
@@ -128,6 +129,12 @@ class Validity(TypedDict):
     read_errors: int
     valid: bool
     reason: str | None
+
+
+class Validity(_ValidityRequired, total=False):
+    """``tests[].validity``; ``invalid_rails`` only when a rail failed on its own."""
+
+    invalid_rails: dict[str, str]
 
 
 class _ResultRequired(TypedDict):

@@ -1,21 +1,38 @@
 """PNG figures from the long result table (:func:`.load.load` or :mod:`.external`).
 
 matplotlib is imported inside the functions and used through ``Figure`` objects with the
-Agg canvas (no pyplot state, no display). Every function returns the path it wrote, or None
-when the table lacks what the figure needs (e.g. a single GPU frequency), so callers can
-render "what the data supports". Figures of virtual boards say "simulated".
+Agg canvas (no pyplot state, no display). Each ``*_figure`` function builds a Figure or
+raises :class:`NotDrawn` with the reason the table cannot give it (e.g. no GPU frequency
+sweep); each ``plot_*`` saves one (None when not drawn), and :func:`render_all` writes every
+figure the table supports and says why the others were not drawn.
+
+Energy is ``energy_per_item`` where a workload has it, else ``energy_j`` (J per window:
+results of the ``energy`` fixture); latency likewise falls back to the window's
+``duration_s``. Figures of virtual boards say "simulated".
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pytest_edgeenergy.extras import require
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+
+ENERGY_METRICS = ("energy_per_item", "energy_j")
+"""Energy metrics in order of preference, chosen per workload."""
+
+_LATENCY = ("latency_p50", "latency_mean", "latency_p90", "duration_s")
+_PARETO_LATENCY = ("latency_p90", "latency_mean", "latency_p50", "duration_s")
+_MAX_LEGEND_LINES = 10
 
 _LABELS = {
     "gpu_freq_hz": "GPU frequency [MHz]",
@@ -24,17 +41,81 @@ _LABELS = {
     "batch_size": "batch size",
     "energy_per_item": "energy per item [J]",
     "energy_per_item_net": "net energy per item [J]",
+    "energy_j": "energy per window [J]",
+    "energy_net_j": "net energy per window [J]",
     "latency_p50": "latency p50 [ms]",
     "latency_mean": "latency mean [ms]",
     "latency_p90": "latency p90 [ms]",
+    "duration_s": "window duration [s]",
     "power_mean": "mean power [W]",
+    "power_peak": "peak power [W]",
+}
+
+_NAMES = {
+    "gpu_freq_hz": "GPU frequency",
+    "cpu_freq_hz": "CPU frequency",
+    "emc_freq_hz": "EMC frequency",
+    "batch_size": "batch size",
 }
 
 
+class NotDrawn(Exception):
+    """The table lacks what a figure needs; the message says what."""
+
+
+@dataclass(frozen=True)
+class PlotNote:
+    """A figure :func:`render_all` did not write, and why."""
+
+    plot: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.plot}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What :func:`render_all` did: files written, figures not drawn (iterating gives the
+    files)."""
+
+    written: tuple[Path, ...] = ()
+    notes: tuple[PlotNote, ...] = ()
+
+    def __iter__(self) -> Iterator[Path]:
+        return iter(self.written)
+
+    def lines(self) -> list[str]:
+        """One line per file (``wrote PATH``) and per note (``no plot written: NAME: why``)."""
+        return [f"wrote {p}" for p in self.written] + [f"no plot written: {n}" for n in self.notes]
+
+
+def _label(metric: str) -> str:
+    return _LABELS.get(metric, metric)
+
+
 def _figure(width: float = 7.0, height: float = 4.5) -> Figure:
+    require("matplotlib", "analysis", "plots (edgeenergy compare --plots, --format html)")
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), dpi=110, layout="constrained")
+
+
+def _panels(n: int, rows_each: int = 1, height: float = 4.5) -> tuple[Figure, list[list[Axes]]]:
+    """A figure of ``n`` panel columns (wrapped after 3), each ``rows_each`` axes high."""
+    ncols = min(n, 3)
+    nrows = math.ceil(n / ncols)
+    fig = _figure(7.0 if n == 1 else 4.6 * ncols, height * nrows)
+    grid = fig.add_gridspec(nrows * rows_each, ncols)
+    panels: list[list[Axes]] = []
+    for i in range(n):
+        r, c = divmod(i, ncols)
+        first = fig.add_subplot(grid[r * rows_each, c])
+        axes = [first]
+        for k in range(1, rows_each):
+            axes.append(fig.add_subplot(grid[r * rows_each + k, c], sharex=first))
+        panels.append(axes)
+    return fig, panels
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -51,19 +132,79 @@ def _scaled(column: str, values: Any) -> Any:
     return values
 
 
-def _metric(df: pd.DataFrame, metric: str) -> pd.DataFrame:
-    rows = df[(df["metric"] == metric) & df["value"].notna()]
+def _passed(rows: pd.DataFrame) -> pd.DataFrame:
+    rows = rows[rows["value"].notna()]
     if "status" in rows:
         rows = rows[rows["status"].isin(["passed"]) | rows["status"].isna()]
     return rows
 
 
-def _first_metric(df: pd.DataFrame, metrics: Sequence[str]) -> tuple[str, pd.DataFrame]:
-    for metric in metrics:
-        rows = _metric(df, metric)
-        if not rows.empty:
-            return metric, rows
-    return metrics[0], _metric(df, metrics[0])
+def _metric(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    return _passed(df[df["metric"] == metric])
+
+
+def _first_per_workload(df: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
+    """Rows of the first of ``metrics`` that each workload has (passed tests only)."""
+    rows = _passed(df[df["metric"].isin(list(metrics))])
+    if rows.empty:
+        return rows
+    rank = rows["metric"].map({m: i for i, m in enumerate(metrics)})
+    return rows[rank == rank.groupby(rows["workload"]).transform("min")]
+
+
+def _energy(df: pd.DataFrame, metric: str | None) -> pd.DataFrame:
+    """Energy rows (``metric``, else :data:`ENERGY_METRICS` per workload); never empty."""
+    rows = _first_per_workload(df, ENERGY_METRICS) if metric is None else _metric(df, metric)
+    if rows.empty:
+        if df.empty:
+            raise NotDrawn("the reports hold no results")
+        wanted = metric or " or ".join(ENERGY_METRICS)
+        raise NotDrawn(f"no passed test has {wanted}")
+    return rows
+
+
+def _latency(df: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
+    rows = _first_per_workload(df, metrics)
+    if rows.empty:
+        raise NotDrawn(
+            "the reports hold no results"
+            if df.empty
+            else f"no passed test has a latency or window duration ({', '.join(metrics)})"
+        )
+    return rows
+
+
+def _values_text(column: str, values: Sequence[Any]) -> str:
+    shown = [_axis_text(column, v) for v in sorted(values)[:6]]
+    return ", ".join(shown) + (", ..." if len(values) > 6 else "")
+
+
+def _missing(column: str) -> str:
+    if column == "batch_size":
+        return "these results carry no batch size (energy-fixture tests have none)"
+    return f"no {_NAMES.get(column, column)} was pinned in these reports"
+
+
+def _sweep(rows: pd.DataFrame, column: str, workload: str | None) -> pd.DataFrame:
+    """Rows of one workload with two or more values of ``column``: ``workload`` or the
+    workload with the most such results."""
+    known = rows.dropna(subset=[column])
+    if workload is not None:
+        known = known[known["workload"] == workload]
+        if known.empty:
+            raise NotDrawn(f"workload {workload!r} has no result with a {_NAMES[column]}")
+    if known.empty:
+        raise NotDrawn(_missing(column))
+    counts = known.groupby("workload")[column].nunique()
+    swept = counts[counts >= 2].index
+    if swept.empty:
+        values = known[column].unique()
+        raise NotDrawn(
+            f"one {_NAMES[column]} per workload only ({_values_text(column, list(values))});"
+            " the plot needs two or more"
+        )
+    chosen = known[known["workload"].isin(swept)]["workload"].value_counts().index[0]
+    return known[known["workload"] == chosen]
 
 
 def _simulated_note(df: pd.DataFrame) -> str:
@@ -75,49 +216,73 @@ def _title(ax: Axes, text: str, df: pd.DataFrame) -> None:
     ax.set_title(text + note, fontsize=10)
 
 
-def _pick(rows: pd.DataFrame, column: str, wanted: Any) -> tuple[Any, pd.DataFrame]:
-    """Restrict to one value of ``column``: ``wanted`` or the most frequent one."""
-    if rows.empty or rows[column].isna().all():
-        return wanted, rows
-    if wanted is None:
-        wanted = rows[column].value_counts().index[0]
-    return wanted, rows[rows[column] == wanted]
+def _suptitle(fig: Figure, text: str, df: pd.DataFrame) -> None:
+    note = "" if "(simulated)" in text else _simulated_note(df)
+    fig.suptitle(text + note, fontsize=10)
 
 
-def plot_heatmap(
+def _batch(value: Any) -> int | None:
+    import pandas as pd
+
+    return None if pd.isna(value) else int(value)
+
+
+def _axis_text(column: str, value: Any) -> str:
+    if column.endswith("_freq_hz"):
+        return f"{column.split('_')[0].upper()} {float(value) / 1e6:g} MHz"
+    if column == "batch_size":
+        return f"batch {_batch(value)}"
+    return f"{column} {value}"
+
+
+def heatmap_figure(
     df: pd.DataFrame,
-    path: Path,
     *,
     x: str = "gpu_freq_hz",
     y: str = "cpu_freq_hz",
-    metric: str = "energy_per_item",
+    metric: str | None = None,
     device: str | None = None,
     workload: str | None = None,
     batch_size: int | None = None,
-) -> Path | None:
-    """Energy topology: ``metric`` over ``y`` x ``x`` (CPU x GPU frequency by default) for one
-    device and workload (and batch size unless it is an axis), the minimum marked."""
-    rows = _metric(df, metric)
-    device, rows = _pick(rows, "device", device)
-    workload, rows = _pick(rows, "workload", workload)
-    if "batch_size" not in (x, y):
-        batch_size, rows = _pick(rows, "batch_size", batch_size)
+) -> Figure:
+    """Energy topology: energy over ``y`` x ``x`` (CPU x GPU frequency by default) for one
+    device, workload and batch size (unless it is an axis), the minimum marked."""
+    rows = _energy(df, metric)
+    for column, wanted in (("device", device), ("workload", workload), ("batch_size", batch_size)):
+        if wanted is not None:
+            rows = rows[rows[column] == wanted]
+    for column in (x, y):
+        if rows[column].isna().all():
+            raise NotDrawn(_missing(column))
     rows = rows.dropna(subset=[x, y])
-    if rows[x].nunique() < 2 or rows[y].nunique() < 2:
-        return None
+    groups = [c for c in ("device", "workload", "batch_size") if c not in (x, y)]
+    best: pd.DataFrame | None = None
+    most = (0, 0)
+    for _, part in rows.groupby(groups, dropna=False, sort=True):
+        size = (part[x].nunique(), part[y].nunique())
+        most = max(most, size)
+        if min(size) >= 2 and (best is None or len(part) > len(best)):
+            best = part
+    if best is None:
+        raise NotDrawn(
+            f"needs two or more values of both {_NAMES.get(x, x)} and {_NAMES.get(y, y)} for"
+            f" one device, workload and batch size; at most {most[0]} x {most[1]} here"
+        )
+    rows = best
+    metric = str(rows["metric"].iloc[0])
     grid = rows.pivot_table(index=y, columns=x, values="value", aggfunc="mean").sort_index()
     grid = grid.sort_index(axis=1)
     fig = _figure(8.0, 5.5)
     ax = fig.add_subplot()
     image = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", cmap="viridis_r")
-    fig.colorbar(image, ax=ax, label=_LABELS.get(metric, metric))
+    fig.colorbar(image, ax=ax, label=_label(metric))
     xs, ys = _scaled(x, grid.columns.to_numpy()), _scaled(y, grid.index.to_numpy())
     step_x = max(1, len(xs) // 12)
     step_y = max(1, len(ys) // 16)
     ax.set_xticks(range(0, len(xs), step_x), [f"{v:g}" for v in xs[::step_x]], rotation=45)
     ax.set_yticks(range(0, len(ys), step_y), [f"{v:g}" for v in ys[::step_y]])
-    ax.set_xlabel(_LABELS.get(x, x))
-    ax.set_ylabel(_LABELS.get(y, y))
+    ax.set_xlabel(_label(x))
+    ax.set_ylabel(_label(y))
     flat = grid.stack()
     best_y, best_x = flat.idxmin()
     iy, ix = list(grid.index).index(best_y), list(grid.columns).index(best_x)
@@ -130,152 +295,285 @@ def plot_heatmap(
         color="red",
         fontsize=8,
     )
-    what = f"{workload}" + (f", batch {batch_size}" if "batch_size" not in (x, y) else "")
-    _title(ax, f"{_LABELS.get(metric, metric)}: {device}, {what}", rows)
-    return _save(fig, path)
+    first = rows.iloc[0]
+    what = str(first["workload"])
+    if "batch_size" not in (x, y) and _batch(first["batch_size"]) is not None:
+        what += f", batch {_batch(first['batch_size'])}"
+    _title(ax, f"{_label(metric)}: {first['device']}, {what}", rows)
+    return fig
 
 
-def _axis_text(column: str, value: Any) -> str:
-    if column.endswith("_freq_hz"):
-        return f"{column.split('_')[0].upper()} {float(value) / 1e6:g} MHz"
-    if column == "batch_size":
-        return f"batch {value}"
-    return f"{column} {value}"
+def _batch_colors(batches: Sequence[int]) -> tuple[Callable[[int | None], Any], Any]:
+    """A colour per batch size (log scale of viridis, pale end left out) and the mappable
+    for a colorbar."""
+    import numpy as np
+    from matplotlib import cm, colormaps
+    from matplotlib.colors import ListedColormap, LogNorm
+
+    lo = max(1, min(batches))
+    hi = max(lo + 1, max(batches))
+    cmap = ListedColormap(colormaps["viridis"](np.linspace(0.0, 0.85, 256)))
+    norm = LogNorm(lo, hi)
+
+    def color(batch: int | None) -> Any:
+        return cmap(float(norm(max(batch or lo, lo))))
+
+    return color, cm.ScalarMappable(norm=norm, cmap=cmap)
 
 
-def plot_energy_vs_gpu_freq(
-    df: pd.DataFrame,
-    path: Path,
+def _batch_colorbar(fig: Figure, mappable: Any, axes: list[Axes], batches: Sequence[int]) -> None:
+    bar = fig.colorbar(mappable, ax=axes, label="batch size")
+    doubling = [b for b in sorted(set(batches)) if b & (b - 1) == 0]
+    ticks = doubling if len(doubling) >= 3 else _batch_ticks(batches, most=8)
+    bar.set_ticks(ticks, labels=[str(t) for t in ticks])
+    bar.ax.minorticks_off()
+
+
+def _freq_lines(
+    fig: Figure,
+    rows: pd.DataFrame,
+    panels: list[list[Axes]],
+    metrics: Sequence[tuple[str, pd.DataFrame]],
     *,
-    metric: str = "energy_per_item",
+    mark_min: bool,
+) -> str:
+    """Against GPU frequency: a line per device x batch size for each of ``metrics`` (one
+    axes each, top to bottom), a panel column per device when there are several devices and
+    several batch sizes. Returns what the lines stand for (for the title)."""
+    devices = sorted(rows["device"].unique())
+    batches = sorted({b for b in map(_batch, rows["batch_size"]) if b is not None})
+    n_batches = rows["batch_size"].astype("object").nunique(dropna=False)
+    by_batch = n_batches > 1
+    color, mappable = _batch_colors(batches or [1])
+    colorbar_axes: list[Axes] = []
+    for p, axes in enumerate(panels):
+        in_panel = devices[p : p + 1] if len(panels) > 1 else devices
+        lines = 0
+        for (metric, data), ax in zip(metrics, axes, strict=True):
+            data = data[data["device"].isin(in_panel)]
+            groups = data.groupby(["device", "batch_size"], dropna=False, sort=True)
+            for i, ((dev, raw_batch), part) in enumerate(groups):
+                batch = _batch(raw_batch)
+                series = part.groupby("gpu_freq_hz")["value"].mean().sort_index()
+                mhz = _scaled("gpu_freq_hz", series.index.to_numpy())
+                ys = _scaled(metric, series.to_numpy())
+                c = color(batch) if by_batch else f"C{devices.index(dev) % 10}"
+                name = f"batch {batch}" if by_batch else str(dev)
+                best = int(ys.argmin())
+                if mark_min:
+                    name += f": min {ys[best]:.3g} at {mhz[best]:g} MHz"
+                ax.plot(mhz, ys, marker="o", markersize=3, color=c, label=name)
+                if mark_min:
+                    size = 15 if len(groups) <= _MAX_LEGEND_LINES else 8
+                    ax.plot([mhz[best]], [ys[best]], "*", markersize=size, color=c, mec="black")
+                lines = max(lines, i + 1)
+            ax.set_ylabel(_label(metric))
+            ax.grid(alpha=0.3)
+        axes[-1].set_xlabel(_label("gpu_freq_hz"))
+        for ax in axes[:-1]:
+            ax.tick_params(labelbottom=False)
+        if len(panels) > 1:
+            axes[0].set_title(str(in_panel[0]), fontsize=9)
+        if by_batch and lines > _MAX_LEGEND_LINES:
+            colorbar_axes += axes
+            continue
+        star = " (star: minimum)" if mark_min else ""
+        title = ("batch size" if by_batch else "device") + star
+        size = 8 if lines <= 8 else 7
+        axes[0].legend(fontsize=size, title=title, title_fontsize=size, ncol=2 if lines > 8 else 1)
+    if colorbar_axes:
+        _batch_colorbar(fig, mappable, colorbar_axes, batches)
+    if len(batches) == 1 and n_batches == 1:
+        return f", batch {batches[0]}"
+    return f", {devices[0]}" if len(devices) == 1 and by_batch else ""
+
+
+def _device_panels(rows: pd.DataFrame) -> int:
+    several_batches = rows["batch_size"].astype("object").nunique(dropna=False) > 1
+    n = rows["device"].nunique()
+    return n if n > 1 and several_batches else 1
+
+
+def energy_vs_gpu_freq_figure(
+    df: pd.DataFrame,
+    *,
+    metric: str | None = None,
     workload: str | None = None,
     batch_size: int | None = None,
-) -> Path | None:
-    """``metric`` against GPU frequency, a line per device (mean over any other operating-point
-    dimension, e.g. CPU frequency), each device's minimum marked."""
-    rows = _metric(df, metric).dropna(subset=["gpu_freq_hz"])
-    workload, rows = _pick(rows, "workload", workload)
-    batch_size, rows = _pick(rows, "batch_size", batch_size)
-    if rows["gpu_freq_hz"].nunique() < 2:
-        return None
-    fig = _figure()
-    ax = fig.add_subplot()
-    for i, (dev, part) in enumerate(rows.groupby("device", sort=True)):
-        series = part.groupby("gpu_freq_hz")["value"].mean().sort_index()
-        mhz = _scaled("gpu_freq_hz", series.index.to_numpy())
-        color = f"C{i % 10}"
-        best = int(series.to_numpy().argmin())
-        label = f"{dev}: min {series.iloc[best]:.3g} at {mhz[best]:g} MHz"
-        ax.plot(mhz, series.to_numpy(), marker="o", markersize=3, color=color, label=label)
-        ax.plot([mhz[best]], [series.iloc[best]], "*", markersize=15, color=color, mec="black")
-    ax.set_xlabel(_LABELS["gpu_freq_hz"])
-    ax.set_ylabel(_LABELS.get(metric, metric))
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, title="device (star: minimum)", title_fontsize=8)
-    batch = f", batch {batch_size}" if batch_size is not None else ""
-    _title(ax, f"{_LABELS.get(metric, metric)} vs GPU frequency: {workload}{batch}", rows)
-    return _save(fig, path)
-
-
-def plot_latency_power_vs_gpu_freq(
-    df: pd.DataFrame,
-    path: Path,
-    *,
-    workload: str | None = None,
-    batch_size: int | None = None,
-) -> Path | None:
-    """Latency and mean power against GPU frequency, a line per device."""
-    lat_metric, lat = _first_metric(df, ("latency_p50", "latency_mean", "latency_p90"))
-    power = _metric(df, "power_mean")
-    workload, lat = _pick(lat, "workload", workload)
-    batch_size, lat = _pick(lat, "batch_size", batch_size)
-    power = power[(power["workload"] == workload)]
+) -> Figure:
+    """Energy against GPU frequency for one workload: a line per device x batch size (mean
+    over any other operating-point dimension, e.g. CPU frequency), each minimum marked; a
+    panel per device when several devices ran several batch sizes."""
+    rows = _energy(df, metric)
     if batch_size is not None:
-        power = power[power["batch_size"] == batch_size]
-    lat, power = lat.dropna(subset=["gpu_freq_hz"]), power.dropna(subset=["gpu_freq_hz"])
-    if lat["gpu_freq_hz"].nunique() < 2:
-        return None
-    fig = _figure(7.0, 6.0)
-    ax_lat, ax_pow = fig.subplots(2, 1, sharex=True)
-    for label, rows, ax in ((lat_metric, lat, ax_lat), ("power_mean", power, ax_pow)):
-        for dev, part in rows.groupby("device", sort=True):
-            series = part.groupby("gpu_freq_hz")["value"].mean().sort_index()
-            ax.plot(
-                _scaled("gpu_freq_hz", series.index.to_numpy()),
-                _scaled(label, series.to_numpy()),
-                marker="o",
-                markersize=3,
-                label=str(dev),
-            )
-        ax.set_ylabel(_LABELS.get(label, label))
-        ax.grid(alpha=0.3)
-    ax_lat.legend(fontsize=8)
-    ax_pow.set_xlabel(_LABELS["gpu_freq_hz"])
-    batch = f", batch {batch_size}" if batch_size is not None else ""
-    _title(ax_lat, f"latency and power vs GPU frequency: {workload}{batch}", lat)
-    return _save(fig, path)
+        rows = rows[rows["batch_size"] == batch_size]
+        if rows.empty:
+            raise NotDrawn(f"no energy result at batch size {batch_size}")
+    rows = _sweep(rows, "gpu_freq_hz", workload)
+    metric = str(rows["metric"].iloc[0])
+    fig, panels = _panels(_device_panels(rows))
+    what = _freq_lines(fig, rows, panels, [(metric, rows)], mark_min=True)
+    text = f"{_label(metric)} vs GPU frequency: {rows['workload'].iloc[0]}{what}"
+    if len(panels) > 1:
+        _suptitle(fig, text, rows)
+    else:
+        _title(panels[0][0], text, rows)
+    return fig
 
 
-def plot_energy_vs_batch(
+def latency_power_vs_gpu_freq_figure(
+    df: pd.DataFrame, *, workload: str | None = None, batch_size: int | None = None
+) -> Figure:
+    """Latency (or window duration) and mean power against GPU frequency for one workload, a
+    line per device x batch size."""
+    lat = _latency(df, _LATENCY)
+    if batch_size is not None:
+        lat = lat[lat["batch_size"] == batch_size]
+        if lat.empty:
+            raise NotDrawn(f"no latency result at batch size {batch_size}")
+    lat = _sweep(lat, "gpu_freq_hz", workload)
+    lat_metric = str(lat["metric"].iloc[0])
+    power = _metric(df, "power_mean").dropna(subset=["gpu_freq_hz"])
+    power = power[power["workload"] == lat["workload"].iloc[0]]
+    power = power[
+        power["batch_size"].astype("object").isin(set(lat["batch_size"].astype("object")))
+    ]
+    fig, panels = _panels(_device_panels(lat), rows_each=2, height=6.0)
+    metrics = [(lat_metric, lat), ("power_mean", power)]
+    what = _freq_lines(fig, lat, panels, metrics, mark_min=False)
+    text = f"latency and power vs GPU frequency: {lat['workload'].iloc[0]}{what}"
+    if len(panels) > 1:
+        _suptitle(fig, text, lat)
+    else:
+        _title(panels[0][0], text, lat)
+    return fig
+
+
+def _batch_ticks(batches: Sequence[int], most: int = 13) -> list[int]:
+    """Batch sizes to tick: all of them, or those that are multiples of a round step."""
+    values = sorted(set(batches))
+    if len(values) <= most:
+        return values
+    for step in (2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 256, 512, 1000):
+        ticks = [v for v in values if v % step == 0]
+        if 2 <= len(ticks) <= 8:
+            return ticks
+    return [values[0], values[-1]]
+
+
+def _batch_axis(ax: Axes, batches: Sequence[int]) -> None:
+    """Integer ticks at the batch sizes run; a log2 axis when they double (8, 16, 32...)."""
+    values = sorted(set(batches))
+    if len(values) >= 3 and values[0] >= 1 and all(b >= 1.5 * a for a, b in pairwise(values)):
+        ax.set_xscale("log", base=2)
+    ticks = _batch_ticks(values)
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.set_xticks([], minor=True)
+    ax.set_xlabel(_label("batch_size"))
+
+
+def _op_text(op: Any) -> str:
+    from pytest_edgeenergy.report.keys import op_label
+
+    return op_label(str(op))  # the label as it is; a canonical key (older tables) as label
+
+
+def _op_order(rows: pd.DataFrame) -> list[Any]:
+    """Operating points by GPU, CPU, EMC frequency (unpinned first), then label."""
+    first = rows.groupby("op")[["gpu_freq_hz", "cpu_freq_hz", "emc_freq_hz"]].first()
+
+    def key(op: Any) -> tuple[float, float, float, str]:
+        freqs = [float(v) if v == v and v is not None else -1.0 for v in first.loc[op]]
+        return (freqs[0], freqs[1], freqs[2], _op_text(op))
+
+    return sorted(first.index, key=key)
+
+
+def energy_vs_batch_figure(
     df: pd.DataFrame,
-    path: Path,
     *,
     device: str | None = None,
     workload: str | None = None,
-    metric: str = "energy_per_item",
-) -> Path | None:
-    """Energy per item against batch size, a line per operating point (one device)."""
-    rows = _metric(df, metric).dropna(subset=["batch_size"])
-    device, rows = _pick(rows, "device", device)
-    workload, rows = _pick(rows, "workload", workload)
-    if rows["batch_size"].nunique() < 2:
-        return None
-    fig = _figure()
-    ax = fig.add_subplot()
-    ops = sorted(rows["op"].dropna().unique(), key=_op_sort_key(rows))
+    metric: str | None = None,
+) -> Figure:
+    """Energy against batch size for one workload, a panel per device (or ``device``), a
+    line per operating point."""
+    rows = _energy(df, metric)
+    if device is not None:
+        rows = rows[rows["device"] == device]
+        if rows.empty:
+            raise NotDrawn(f"no energy result of device {device!r}")
+    rows = _sweep(rows, "batch_size", workload)
+    metric = str(rows["metric"].iloc[0])
+    devices = sorted(rows["device"].unique())
+    fig, panels = _panels(len(devices))
+    ops = _op_order(rows)
     cmap = _colormap(len(ops))
-    for i, op in enumerate(ops):
-        series = rows[rows["op"] == op].groupby("batch_size")["value"].mean().sort_index()
-        ax.plot(
-            series.index.to_numpy(dtype=float),
-            series.to_numpy(),
-            marker="o" if len(series) < 20 else None,
-            markersize=3,
-            color=cmap(i),
-            label=_op_display(op),
+    for dev, (ax,) in zip(devices, panels, strict=True):
+        part = rows[rows["device"] == dev]
+        shown = 0
+        for i, op in enumerate(ops):
+            series = part[part["op"] == op].groupby("batch_size")["value"].mean().sort_index()
+            if series.empty:
+                continue
+            shown += 1
+            ax.plot(
+                series.index.to_numpy(dtype=float),
+                series.to_numpy(),
+                marker="o" if len(series) < 20 else None,
+                markersize=3,
+                color=cmap(i),
+                label=_op_text(op),
+            )
+        _batch_axis(ax, [int(b) for b in part["batch_size"].unique()])
+        ax.set_ylabel(_label(metric))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, ncol=2 if shown > 8 else 1, title="operating point")
+        if len(devices) > 1:
+            ax.set_title(str(dev), fontsize=9)
+    text = f"{_label(metric)} vs batch size: {rows['workload'].iloc[0]}"
+    if len(devices) > 1:
+        _suptitle(fig, text, rows)
+    else:
+        _title(
+            panels[0][0],
+            f"{_label(metric)} vs batch size: {devices[0]}, {rows['workload'].iloc[0]}",
+            rows,
         )
-    ax.set_xlabel("batch size")
-    ax.set_ylabel(_LABELS.get(metric, metric))
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2 if len(ops) > 8 else 1, title="operating point")
-    _title(ax, f"{_LABELS.get(metric, metric)} vs batch size: {device}, {workload}", rows)
-    return _save(fig, path)
+    return fig
 
 
-def plot_pareto(
-    df: pd.DataFrame,
-    path: Path,
-    *,
-    workload: str | None = None,
-    batch_size: int | None = None,
-) -> Path | None:
-    """Latency against energy per item per configuration, the Pareto front of each device
-    drawn, and DVFS (governor-chosen) points marked apart from pinned ones."""
-    lat_metric, lat = _first_metric(df, ("latency_p90", "latency_mean", "latency_p50"))
-    energy = _metric(df, "energy_per_item")
-    workload, energy = _pick(energy, "workload", workload)
-    batch_size, energy = _pick(energy, "batch_size", batch_size)
+def pareto_figure(
+    df: pd.DataFrame, *, workload: str | None = None, batch_size: int | None = None
+) -> Figure:
+    """Latency against energy per configuration of one workload and batch size, the Pareto
+    front of each device drawn, and DVFS (governor-chosen) points marked apart from pinned
+    ones."""
+    energy = _energy(df, None)
+    lat = _latency(df, _PARETO_LATENCY)
     keys = ["source", "run_id", "test_id"]
-    joined = energy[[*keys, "device", "simulated", "dvfs", "value"]].merge(
-        lat[[*keys, "value"]], on=keys, suffixes=("_energy", "_latency")
-    )
-    if len(joined) < 2:
-        return None
+    joined = energy[
+        [*keys, "device", "simulated", "dvfs", "workload", "batch_size", "metric", "value"]
+    ].merge(lat[[*keys, "metric", "value"]], on=keys, suffixes=("_energy", "_latency"))
+    for column, wanted in (("workload", workload), ("batch_size", batch_size)):
+        if wanted is not None:
+            joined = joined[joined[column] == wanted]
+    best: pd.DataFrame | None = None
+    for _, part in joined.groupby(["workload", "batch_size"], dropna=False, sort=True):
+        if len(part) >= 2 and (best is None or len(part) > len(best)):
+            best = part
+    if best is None:
+        raise NotDrawn(
+            "one result per workload and batch size with both energy and latency;"
+            " a front needs two or more"
+        )
+    joined = best
+    e_metric, l_metric = str(joined["metric_energy"].iloc[0]), str(joined["metric_latency"].iloc[0])
     fig = _figure()
     ax = fig.add_subplot()
     for i, (dev, part) in enumerate(joined.groupby("device", sort=True)):
         color = f"C{i % 10}"
-        xs = _scaled(lat_metric, part["value_latency"].to_numpy())
+        xs = _scaled(l_metric, part["value_latency"].to_numpy())
         ys = part["value_energy"].to_numpy()
         dvfs = part["dvfs"].fillna(False).astype(bool).to_numpy()
         ax.scatter(xs[~dvfs], ys[~dvfs], s=14, alpha=0.6, color=color, label=f"{dev}")
@@ -292,13 +590,14 @@ def plot_pareto(
             )
         front_x, front_y = pareto_front(list(xs), list(ys))
         ax.step(front_x, front_y, where="post", color=color, linewidth=1.2)
-    ax.set_xlabel(_LABELS.get(lat_metric, lat_metric))
-    ax.set_ylabel(_LABELS["energy_per_item"])
+    ax.set_xlabel(_label(l_metric))
+    ax.set_ylabel(_label(e_metric))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    batch = f", batch {batch_size}" if batch_size is not None else ""
-    _title(ax, f"latency vs energy, Pareto front: {workload}{batch}", joined)
-    return _save(fig, path)
+    batch = _batch(joined["batch_size"].iloc[0])
+    what = f", batch {batch}" if batch is not None else ""
+    _title(ax, f"latency vs energy, Pareto front: {joined['workload'].iloc[0]}{what}", joined)
+    return fig
 
 
 def pareto_front(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
@@ -314,66 +613,156 @@ def pareto_front(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float],
     return front_x, front_y
 
 
-def plot_cross_device(
-    df: pd.DataFrame, path: Path, *, metric: str = "energy_per_item"
-) -> Path | None:
-    """Bars per workload, one per device: the best (lowest) ``metric`` over the operating
-    points and batch sizes each device ran."""
-    rows = _metric(df, metric)
-    if rows.empty:
-        return None
-    best = rows.groupby(["workload", "device"])["value"].min().unstack("device")
-    fig = _figure(max(6.0, 1.2 * len(best.index) + 3), 4.5)
-    ax = fig.add_subplot()
-    n = len(best.columns)
-    width = 0.8 / max(n, 1)
-    positions = list(range(len(best.index)))
-    for i, dev in enumerate(best.columns):
-        ax.bar(
-            [p - 0.4 + width * (i + 0.5) for p in positions],
-            best[dev].to_numpy(),
-            width=width,
-            label=str(dev),
-        )
-    ax.set_xticks(positions, [str(w) for w in best.index], rotation=20, ha="right")
-    ax.set_ylabel(f"lowest {_LABELS.get(metric, metric)}")
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
-    _title(ax, f"{_LABELS.get(metric, metric)} per device (best operating point)", rows)
-    return _save(fig, path)
-
-
-def render_all(df: pd.DataFrame, out_dir: Path, prefix: str = "") -> list[Path]:
-    """Every figure the table supports, written as ``out_dir/<prefix><name>.png``."""
-    made = [
-        plot_cross_device(df, out_dir / f"{prefix}cross_device.png"),
-        plot_heatmap(df, out_dir / f"{prefix}energy_topology.png"),
-        plot_energy_vs_gpu_freq(df, out_dir / f"{prefix}energy_vs_gpu_freq.png"),
-        plot_latency_power_vs_gpu_freq(df, out_dir / f"{prefix}latency_power_vs_gpu_freq.png"),
-        plot_energy_vs_batch(df, out_dir / f"{prefix}energy_vs_batch.png"),
-        plot_pareto(df, out_dir / f"{prefix}pareto.png"),
+def cross_device_figure(df: pd.DataFrame, *, metric: str | None = None) -> Figure:
+    """Bars per workload, one per device: the best (lowest) energy over the operating points
+    and batch sizes each device ran; a panel per energy metric (J/item, J/window)."""
+    rows = _energy(df, metric)
+    present = set(rows["metric"])
+    metrics = [m for m in ENERGY_METRICS if m in present] + sorted(present - set(ENERGY_METRICS))
+    bests = [
+        rows[rows["metric"] == m].groupby(["workload", "device"])["value"].min().unstack("device")
+        for m in metrics
     ]
-    return [p for p in made if p is not None]
+    widest = max(len(b.index) for b in bests)
+    fig = _figure(max(6.0, 1.2 * widest + 3), 4.5 * len(metrics))
+    for m, best, ax in zip(
+        metrics, bests, fig.subplots(len(metrics), 1, squeeze=False)[:, 0], strict=True
+    ):
+        n = len(best.columns)
+        width = 0.8 / max(n, 1)
+        positions = list(range(len(best.index)))
+        for i, dev in enumerate(best.columns):
+            ax.bar(
+                [p - 0.4 + width * (i + 0.5) for p in positions],
+                best[dev].to_numpy(),
+                width=width,
+                label=str(dev),
+            )
+        ax.set_xticks(positions, [str(w) for w in best.index], rotation=20, ha="right")
+        ax.set_ylabel(f"lowest {_label(m)}")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+        _title(ax, f"{_label(m)} per device (best operating point)", rows)
+    return fig
 
 
-def _op_display(op: str) -> str:
-    from pytest_edgeenergy.report.keys import op_label
+def _saved(build: Callable[[], Figure], path: Path) -> Path | None:
+    try:
+        return _save(build(), path)
+    except NotDrawn:
+        return None
 
-    return op_label(op)
+
+def plot_heatmap(
+    df: pd.DataFrame,
+    path: Path,
+    *,
+    x: str = "gpu_freq_hz",
+    y: str = "cpu_freq_hz",
+    metric: str | None = None,
+    device: str | None = None,
+    workload: str | None = None,
+    batch_size: int | None = None,
+) -> Path | None:
+    """:func:`heatmap_figure` written to ``path``; None when not drawn."""
+    return _saved(
+        lambda: heatmap_figure(
+            df, x=x, y=y, metric=metric, device=device, workload=workload, batch_size=batch_size
+        ),
+        path,
+    )
 
 
-def _op_sort_key(rows: pd.DataFrame) -> Any:
-    freq = rows.groupby("op")["gpu_freq_hz"].first().to_dict()
+def plot_energy_vs_gpu_freq(
+    df: pd.DataFrame,
+    path: Path,
+    *,
+    metric: str | None = None,
+    workload: str | None = None,
+    batch_size: int | None = None,
+) -> Path | None:
+    """:func:`energy_vs_gpu_freq_figure` written to ``path``; None when not drawn."""
+    return _saved(
+        lambda: energy_vs_gpu_freq_figure(
+            df, metric=metric, workload=workload, batch_size=batch_size
+        ),
+        path,
+    )
 
-    def key(op: str) -> tuple[float, str]:
-        value = freq.get(op)
-        return (float(value) if value == value and value is not None else -1.0, op)
 
-    return key
+def plot_latency_power_vs_gpu_freq(
+    df: pd.DataFrame,
+    path: Path,
+    *,
+    workload: str | None = None,
+    batch_size: int | None = None,
+) -> Path | None:
+    """:func:`latency_power_vs_gpu_freq_figure` written to ``path``; None when not drawn."""
+    return _saved(
+        lambda: latency_power_vs_gpu_freq_figure(df, workload=workload, batch_size=batch_size),
+        path,
+    )
+
+
+def plot_energy_vs_batch(
+    df: pd.DataFrame,
+    path: Path,
+    *,
+    device: str | None = None,
+    workload: str | None = None,
+    metric: str | None = None,
+) -> Path | None:
+    """:func:`energy_vs_batch_figure` written to ``path``; None when not drawn."""
+    return _saved(
+        lambda: energy_vs_batch_figure(df, device=device, workload=workload, metric=metric),
+        path,
+    )
+
+
+def plot_pareto(
+    df: pd.DataFrame,
+    path: Path,
+    *,
+    workload: str | None = None,
+    batch_size: int | None = None,
+) -> Path | None:
+    """:func:`pareto_figure` written to ``path``; None when not drawn."""
+    return _saved(lambda: pareto_figure(df, workload=workload, batch_size=batch_size), path)
+
+
+def plot_cross_device(df: pd.DataFrame, path: Path, *, metric: str | None = None) -> Path | None:
+    """:func:`cross_device_figure` written to ``path``; None when not drawn."""
+    return _saved(lambda: cross_device_figure(df, metric=metric), path)
+
+
+FIGURES: tuple[tuple[str, Callable[[pd.DataFrame], Figure]], ...] = (
+    ("cross_device", cross_device_figure),
+    ("energy_topology", heatmap_figure),
+    ("energy_vs_gpu_freq", energy_vs_gpu_freq_figure),
+    ("latency_power_vs_gpu_freq", latency_power_vs_gpu_freq_figure),
+    ("energy_vs_batch", energy_vs_batch_figure),
+    ("pareto", pareto_figure),
+)
+"""The figures of :func:`render_all`, by file name (without prefix and ``.png``)."""
+
+
+def render_all(df: pd.DataFrame, out_dir: Path, prefix: str = "") -> Rendered:
+    """Every figure the table supports, written as ``out_dir/<prefix><name>.png``; a note
+    per figure not drawn, saying why."""
+    written: list[Path] = []
+    notes: list[PlotNote] = []
+    for name, build in FIGURES:
+        try:
+            fig = build(df)
+        except NotDrawn as exc:
+            notes.append(PlotNote(name, str(exc)))
+            continue
+        written.append(_save(fig, out_dir / f"{prefix}{name}.png"))
+    return Rendered(tuple(written), tuple(notes))
 
 
 def _colormap(n: int) -> Any:
     from matplotlib import colormaps
 
     cmap = colormaps["viridis"]
-    return lambda i: cmap(i / max(n - 1, 1))
+    return lambda i: cmap(0.85 * i / max(n - 1, 1))

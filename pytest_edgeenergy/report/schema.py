@@ -16,8 +16,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-SCHEMA_VERSION = 1
-"""The ``schema_version`` this version of pytest-edgeenergy writes and reads."""
+SCHEMA_VERSION = 2
+"""The ``schema_version`` this version of pytest-edgeenergy writes; older versions are read
+and migrated (:func:`.load.migrate`)."""
 
 Check = Callable[[Any], bool]
 
