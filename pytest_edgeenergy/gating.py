@@ -1,46 +1,105 @@
-"""The regression gate at the end of a pytest session (``--edge-baseline``/``--edge-fail``)."""
+"""The regression gate in a pytest session (``--edge-baseline``/``--edge-fail``): its options
+checked before any test runs, its verdict at the end."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
+
+import pytest
 
 if TYPE_CHECKING:
-    import pytest
-
     from .session import EnergySession
+    from .settings import GateSettings
+
+Outcome = Literal["passed", "failed", "usage error"]
 
 
-def run_gate(es: EnergySession, report_path: Path, tr: pytest.TerminalReporter | None) -> bool:
-    """Compare this run with its baseline, save it as a baseline if asked; True on failure.
+def _expr_problem(text: str) -> str | None:
+    """Why a gate expression is unusable before any test ran, or None."""
+    from .report.gate import GateExprError, parse_expr
+    from .report.metric_names import name_problem
 
-    A baseline of another device is never used: "no baseline for this device" is a message,
-    not a failure.
+    try:
+        expr = parse_expr(text)
+    except GateExprError as e:
+        return str(e)
+    return name_problem(expr.metric)
+
+
+def check_options(gate: GateSettings) -> None:
+    """Raise :class:`pytest.UsageError` for a gate that cannot work: an expression that does
+    not parse or names a metric no result can carry (with a did-you-mean), a baseline file
+    that does not exist, a baseline directory to save into that is a file."""
+    for text in gate.fail:
+        problem = _expr_problem(text)
+        if problem is not None:
+            raise pytest.UsageError(f"--edge-fail {text!r}: {problem}")
+    if gate.fail_insufficient and not gate.fail:
+        raise pytest.UsageError(
+            "--edge-fail-insufficient makes the gate strict, but no gate is given (--edge-fail)"
+        )
+    baseline = gate.baseline
+    if baseline is not None and baseline.suffix == ".json" and not baseline.exists():
+        raise pytest.UsageError(f"--edge-baseline {baseline}: baseline file does not exist")
+    target = gate.save_baseline
+    if target is not None and target.exists() and not target.is_dir():
+        raise pytest.UsageError(f"--edge-save-baseline {target}: not a directory")
+
+
+def check_markers(items: Iterable[pytest.Item]) -> None:
+    """Raise :class:`pytest.UsageError` for an ``edge_gate`` marker whose expression is
+    unusable (see :func:`check_options`), naming the test."""
+    for item in items:
+        marker = item.get_closest_marker("edge_gate")
+        if marker is None:
+            continue
+        for arg in marker.args:
+            problem = _expr_problem(str(arg))
+            if problem is not None:
+                raise pytest.UsageError(f"{item.nodeid}: edge_gate({str(arg)!r}): {problem}")
+
+
+def run_gate(es: EnergySession, report_path: Path) -> Outcome:
+    """Compare this run with its baseline and save it as a baseline if asked.
+
+    A baseline of another device is never used, and a missing or empty baseline directory
+    is "no baseline yet": messages, not failures. An expression naming a metric no result
+    carries is a usage error.
     """
-    from .report.gate import gate_against, render_verdict, save_baseline
+    from .report.baselines import save_baseline
+    from .report.gate import GateExprError, gate_against, render_verdict
     from .report.load import ReportError, load_report
 
     gate = es.gate
     if gate is None:
-        return False
+        return "passed"
     lines: list[str] = []
-    failed = False
+    outcome: Outcome = "passed"
     if gate.baseline is not None and (gate.fail or es.gate_overrides):
         try:
             report = load_report(report_path)
-            verdict = gate_against(gate.baseline, report, gate.fail, es.gate_overrides)
+            verdict = gate_against(
+                gate.baseline,
+                report,
+                gate.fail,
+                es.gate_overrides,
+                strict=gate.fail_insufficient,
+            )
+        except GateExprError as e:
+            lines.append(f"edgeenergy gate: usage error: {e}")
+            outcome = "usage error"
         except (ReportError, OSError) as e:
             lines.append(f"edgeenergy gate: {e}")
-            failed = True
+            outcome = "failed"
         else:
-            lines.extend(verdict.messages)
             lines.append(render_verdict(verdict, "table"))
-            failed = verdict.failed
-            lines.append(
-                "edgeenergy gate: FAILED (significant regression)"
-                if failed
-                else "edgeenergy gate: passed"
-            )
+            if verdict.failed:
+                outcome = "failed"
+                lines.append(f"edgeenergy gate: FAILED ({verdict.failure_reason()})")
+            else:
+                lines.append("edgeenergy gate: passed")
     if gate.save_baseline is not None:
         try:
             saved = save_baseline(report_path, gate.save_baseline)
@@ -48,4 +107,15 @@ def run_gate(es: EnergySession, report_path: Path, tr: pytest.TerminalReporter |
         except (ReportError, OSError) as e:
             lines.append(f"edgeenergy: baseline not saved: {e}")
     es.gate_lines = lines
-    return failed
+    return outcome
+
+
+def exit_status(outcome: Outcome, status: int | pytest.ExitCode) -> int | pytest.ExitCode:
+    """The session's exit status after the gate: a usage error wins over passed and failed
+    tests, a failed gate over passed tests; interruptions and internal errors are kept."""
+    ok: Sequence[int] = (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+    if outcome == "usage error" and status in (*ok, pytest.ExitCode.TESTS_FAILED):
+        return pytest.ExitCode.USAGE_ERROR
+    if outcome == "failed" and status == pytest.ExitCode.OK:
+        return pytest.ExitCode.TESTS_FAILED
+    return status

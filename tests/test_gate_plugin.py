@@ -114,6 +114,112 @@ def test_bad_fail_expression_is_a_usage_error(pytester: pytest.Pytester) -> None
     result.stderr.fnmatch_lines(["*--edge-fail*energy_per_item:mean:fast*"])
 
 
+def test_metric_that_cannot_exist_is_a_usage_error_before_any_test_runs(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    ran = tmp_path / "ran"
+    pytester.makepyfile(test_w=f"def test_w():\n    open({str(ran)!r}, 'w').close()\n")
+    result = pytester.runpytest_subprocess("--edge-fail=enrgy_per_item:mean:5%")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--edge-fail 'enrgy_per_item:mean:5%'*no result can carry a metric named*"
+         "(did you mean 'energy_per_item'?)*"]
+    )  # fmt: skip
+    assert not ran.exists()
+
+
+def test_edge_gate_marker_that_cannot_exist_is_a_usage_error_at_collection(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makepyfile(
+        test_m="""
+import pytest
+
+@pytest.mark.edge_gate("load.enrgy_j:mean:3%")
+def test_m():
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess(f"--edge-baseline={tmp_path / 'baselines'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*test_m.py::test_m: edge_gate('load.enrgy_j:mean:3%')*did you mean 'load.energy_j'*"]
+    )
+
+
+def test_first_run_starts_the_baseline_and_a_strict_gate_fails_on_insufficient(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_w=WORKLOAD)
+    baselines = tmp_path / "ci" / "baselines"
+    recipe = [
+        f"--edge-baseline={baselines}",
+        f"--edge-save-baseline={baselines}",
+        "--edge-fail=energy_per_item:mean:0%",  # any change is over: judged by the repeats
+        "--edge-repeats=2",
+    ]
+    first = _run(pytester, "orin-nano", tmp_path / "a.json", *recipe)
+    assert first.ret == 0, first.stdout.str()
+    first.stdout.fnmatch_lines(
+        [f"*no baseline yet: {baselines} does not exist; this run is not gated*",
+         "*edgeenergy gate: passed*", "*baseline saved to*"]
+    )  # fmt: skip
+    assert len(list(baselines.glob("*.json"))) == 1
+    monkeypatch.setenv("EDGEENERGY_FAIL_INSUFFICIENT", "1")
+    strict = _run(pytester, "orin-nano", tmp_path / "b.json", *recipe)
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED, strict.stdout.str()
+    strict.stdout.fnmatch_lines(
+        ["*gate FAILED: 1 within, 1 insufficient (strict: insufficient fails)*",
+         "*edgeenergy gate: FAILED (1 insufficient, strict gate)*"]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("ini", "message"),
+    [
+        ("1", "*--edge-fail-insufficient makes the gate strict, but no gate is given*"),
+        ("maybe", "*edge_fail_insufficient (ini file): 'maybe': use 1/0, true/false, yes/no*"),
+    ],
+)
+def test_strict_gate_from_the_ini_file_is_read_and_checked(
+    pytester: pytest.Pytester, ini: str, message: str
+) -> None:
+    pytester.makeini(f"[pytest]\nedge_fail_insufficient = {ini}\n")
+    pytester.makepyfile(test_w="def test_w():\n    pass\n")
+    result = pytester.runpytest_subprocess()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_metric_no_result_carries_is_a_usage_error_at_session_end(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makepyfile(
+        test_e="""
+import time
+
+def test_e(energy):
+    with energy.window():
+        time.sleep(0.4)
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "--edge-board=sim:orin-nano",
+        f"--edge-report={tmp_path / 'e.json'}",
+        "--edge-idle-s=0",
+        f"--edge-baseline={tmp_path / 'baselines'}",
+        "--edge-fail=latency_p90:mean:5%",
+        "-p",
+        "no:cacheprovider",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    assert "edgeenergy gate: usage error: gate expression 'latency_p90:mean:5%': " in out
+    assert "no result of this run carries the metric 'latency_p90'" in out
+    assert "energy_j" in out.split("metrics present: ", 1)[1]
+
+
 def test_report_holds_bench_metrics(pytester: pytest.Pytester, tmp_path: Path) -> None:
     pytester.makepyfile(test_w=WORKLOAD)
     report = tmp_path / "r.json"

@@ -16,20 +16,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
 
+from pytest_edgeenergy.report.baselines import find_baseline, save_baseline
 from pytest_edgeenergy.report.gate import (
     GateExpr,
     GateExprError,
     evaluate,
-    find_baseline,
     gate_against,
     parse_expr,
     render_verdict,
-    save_baseline,
     unit_family,
 )
 from pytest_edgeenergy.report.keys import op_key
 from pytest_edgeenergy.report.load import ReportError, load_report
-from pytest_edgeenergy.report.model import HIGHER_IS_BETTER
+from pytest_edgeenergy.report.metric_names import name_problem, possible
+from pytest_edgeenergy.report.model import HIGHER_IS_BETTER, make_metric
 from pytest_edgeenergy.report.synthetic import synthetic_report
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -94,6 +94,61 @@ def test_bad_expr_lists_allowed_forms(text: str, why: str) -> None:
 def test_parse_expr_only_raises_its_own_error(text: str) -> None:
     with contextlib.suppress(GateExprError):
         parse_expr(text)
+
+
+# -- metric names ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["energy_per_item", "duration_s", "load.energy_j", "energy_j.VDD_IN", "bs64.latency_p90",
+     "load.energy_j.VDD_CPU_GPU_CV", "steady#2.throughput"],
+)  # fmt: skip
+def test_names_the_plugin_can_record(name: str) -> None:
+    assert possible(name) and name_problem(name) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("enrgy_per_item", "energy_per_item"),
+        ("latency_p95", "latency_p99"),
+        ("load.enrgy_j", "load.energy_j"),
+        ("energy_per_item.VDD_IN", None),
+        ("energy_j.", None),
+    ],
+)
+def test_names_that_cannot_exist_get_a_hint(name: str, hint: str | None) -> None:
+    assert not possible(name)
+    problem = name_problem(name)
+    assert problem is not None and "known metrics: " in problem and "energy_j.RAIL" in problem
+    if hint is not None:
+        assert f"(did you mean '{hint}'?)" in problem
+
+
+def test_metric_no_result_carries_is_an_expression_error_listing_names() -> None:
+    base, new = _pair(1.0, repeats=5)
+    with pytest.raises(GateExprError) as info:
+        evaluate(base, new, ["energy_per_item:mean:5%", "enrgy_per_item:mean:5%"])
+    message = str(info.value)
+    assert "'enrgy_per_item:mean:5%': no result of this run carries the metric" in message
+    assert "(did you mean 'energy_per_item'?)" in message
+    assert "metrics present: edp, energy_j, energy_per_item, latency_mean" in message
+    # A report where nothing was measured is "nothing compared", not a usage error.
+    for test in new["tests"]:
+        test["status"], test["metrics"] = "skipped", {}
+    verdict = evaluate(base, new, ["enrgy_per_item:mean:5%"])
+    assert verdict.rows == [] and "nothing compared" in render_verdict(verdict)
+
+
+def test_throughput_behind_a_label_is_higher_is_better() -> None:
+    base, new = _pair(1.0, repeats=8, noise=0.005)
+    for report, factor in ((base, 1.0), (new, 0.8)):
+        for test in report["tests"]:
+            samples = [x * factor for x in test["metrics"]["throughput"]["samples"]]
+            test["metrics"]["bs64.throughput"] = make_metric("throughput", samples)
+    verdict = evaluate(base, new, ["bs64.throughput:mean:5%"])
+    assert verdict.count("regression") == len(new["tests"])
 
 
 # -- statistics -----------------------------------------------------------------------------
@@ -234,6 +289,92 @@ def test_unit_mismatch_on_unknown_metric_is_an_expression_error() -> None:
         evaluate(base, new, ["temp:mean:1J"])
 
 
+# -- suites and several baseline runs -------------------------------------------------------
+
+
+def _times(report: dict[str, Any], factor: float, hour: int, tests: int | None = None) -> Any:
+    """Another run of ``report`` with the energy per item of its first ``tests`` tests (all:
+    None) times ``factor``."""
+    out = json.loads(json.dumps(report))
+    out["run_id"] = f"{hour:08x}" + out["run_id"][8:]
+    out["started_at"] = (T0 + timedelta(hours=hour)).isoformat().replace("+00:00", "Z")
+    for test in out["tests"][:tests]:
+        metric = test["metrics"]["energy_per_item"]
+        metric["samples"] = [x * factor for x in metric["samples"]]
+        for key in ("mean", "median", "min", "max"):
+            metric["stats"][key] *= factor
+    return out
+
+
+def _one_op(n_tests: int, repeats: int, noise: float = 0.02) -> dict[str, Any]:
+    return synthetic_report(
+        n_tests=n_tests, repeats=repeats, noise=noise, batch_sizes=(8,), gpu_freqs_hz=(612e6,)
+    )
+
+
+def test_suite_row_judges_a_change_every_test_shows() -> None:
+    base = _one_op(9, repeats=2)
+    verdict = evaluate(base, _times(base, 1.3, 1), ["energy_per_item:mean:5%"])
+    assert verdict.count("insufficient") == 9 and verdict.failed
+    (row,) = verdict.suite
+    assert row.test_id.startswith("suite: 9 tests at ") and row.verdict == "regression"
+    assert row.change_pct == pytest.approx(30.0)
+    assert row.p_value == pytest.approx(1 / 2**9)
+    better = evaluate(base, _times(base, 0.7, 1), ["energy_per_item:mean:5%"])
+    assert [r.verdict for r in better.suite] == ["improvement"] and not better.failed
+
+
+def test_suite_row_needs_enough_tests_and_a_relative_threshold() -> None:
+    four = _one_op(4, repeats=2)
+    assert evaluate(four, _times(four, 1.3, 1), ["energy_per_item:mean:5%"]).suite == []
+    nine = _one_op(9, repeats=2)
+    absolute = evaluate(nine, _times(nine, 1.3, 1), ["energy_per_item:mean:1mJ"])
+    assert absolute.suite == [] and not absolute.failed
+
+
+def test_several_runs_judge_by_their_spread_and_pool_it() -> None:
+    base = _one_op(9, repeats=5, noise=0.01)
+    runs = [_times(base, f, hour) for hour, f in enumerate((0.93, 1.06, 0.97, 1.05, 1.0), 1)]
+    newest_first = runs[::-1]
+    # +20 % on every test: outside a ~5 % spread for each test, and for the suite.
+    moved = evaluate(newest_first, _times(base, 1.2, 9), ["energy_per_item:mean:5%"])
+    assert moved.runs == 5 and moved.count("regression") == 9
+    assert [r.verdict for r in moved.suite] == ["regression"]
+    assert all("5 baseline runs, run-to-run spread" in r.note for r in moved.rows)
+    # One test whose runs scatter widely is judged by its own, wider spread.
+    factors = (0.7, 1.3, 0.8, 1.25, 1.0)
+    wild = [_times(r, f, h, tests=1) for h, (r, f) in enumerate(zip(runs, factors, strict=True))]
+    judged = evaluate(wild[::-1], _times(base, 1.2, 9), ["energy_per_item:mean:5%"])
+    by_test = {r.test_id: r for r in judged.rows}
+    assert by_test[base["tests"][0]["id"]].verdict == "within"
+    assert by_test[base["tests"][1]["id"]].verdict == "regression"
+
+
+def test_suite_change_inside_the_runs_spread_is_within() -> None:
+    base = _one_op(9, repeats=5, noise=0.01)
+    runs = [_times(base, f, hour) for hour, f in enumerate((0.88, 1.10, 0.95, 1.12, 1.0), 1)]
+    verdict = evaluate(runs[::-1], _times(base, 1.12, 9), ["energy_per_item:mean:5%"])
+    assert not verdict.failed
+    (row,) = verdict.suite
+    assert row.verdict == "within" and "against the spread of 5 baseline runs" in row.note
+    # The same shift against one of those runs alone: every test, and the suite, regress.
+    single = evaluate(runs[-1], _times(base, 1.12, 9), ["energy_per_item:mean:5%"])
+    assert single.count("regression") == 9 and single.suite[0].verdict == "regression"
+
+
+def test_a_test_in_one_baseline_run_only_is_judged_by_its_repeats() -> None:
+    base = _one_op(9, repeats=5, noise=0.01)
+    older = _times(base, 1.0, 1)
+    older["tests"] = older["tests"][1:]
+    verdict = evaluate(
+        [_times(base, 1.0, 2), older], _times(base, 1.3, 9), ["energy_per_item:mean:5%"]
+    )
+    first = next(r for r in verdict.rows if r.test_id == base["tests"][0]["id"])
+    assert first.verdict == "regression" and first.note == ""  # Mann-Whitney, one run
+    others = [r for r in verdict.rows if r.test_id != base["tests"][0]["id"]]
+    assert all("2 baseline runs" in r.note for r in others)
+
+
 # -- baselines on disk ----------------------------------------------------------------------
 
 
@@ -256,7 +397,10 @@ def test_baseline_directory_picks_newest_of_the_same_device(tmp_path: Path) -> N
     assert report["run_id"] == newest["run_id"]
     assert any("broken.json: truncated" in m for m in messages)
     verdict = gate_against(tmp_path, run, ["energy_per_item:mean:5%"])
-    assert verdict.baseline == str(tmp_path / "b.json") and not verdict.failed
+    assert verdict.baseline == f"{tmp_path} (2 runs of this device, newest b.json)"
+    assert verdict.runs == 2 and not verdict.failed
+    single = gate_against(tmp_path, run, ["energy_per_item:mean:5%"], runs=1)
+    assert single.baseline == str(tmp_path / "b.json") and single.runs == 1
 
 
 def test_no_baseline_for_this_device_is_a_message(tmp_path: Path) -> None:
@@ -267,8 +411,8 @@ def test_no_baseline_for_this_device_is_a_message(tmp_path: Path) -> None:
     assert "no baseline for this device (sim:orin-nano (simulated)" in verdict.messages[-1]
     file_verdict = gate_against(tmp_path / "nano.json", run, ["energy_per_item:mean:5%"])
     assert "no baseline for this device" in file_verdict.messages[0]
-    with pytest.raises(ReportError, match="does not exist"):
-        gate_against(tmp_path / "missing", run, ["energy_per_item:mean:5%"])
+    with pytest.raises(ReportError, match="baseline file does not exist"):
+        gate_against(tmp_path / "missing.json", run, ["energy_per_item:mean:5%"])
 
 
 def test_save_baseline(tmp_path: Path) -> None:
@@ -435,5 +579,12 @@ def test_views_judge_as_whole_reports_did(
     overrides = (
         {base["tests"][1]["id"]: [parse_expr("energy_per_item:mean:50%")]} if override else {}
     )
+    measured = [t["metrics"] for t in new["tests"] if t["status"] != "skipped"]
+    lost = any(measured) and not any("energy_per_item" in m for m in measured)
+    if lost and (overrides or any(e.metric == "energy_per_item" for e in exprs)):
+        # Every result lost the metric: a usage error now, where the first gate was silent.
+        with pytest.raises(GateExprError, match="metrics present"):
+            evaluate(base, new, exprs, overrides)
+        return
     verdict = evaluate(base, new, exprs, overrides)
     assert [tuple(r) for r in verdict.rows] == _reference_evaluate(base, new, exprs, overrides)

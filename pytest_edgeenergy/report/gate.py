@@ -13,12 +13,23 @@ point, on the same device (fingerprint), is compared:
   except for metrics in :data:`~.model.HIGHER_IS_BETTER`;
 * ``no-baseline``: the baseline has no such test at that operating point.
 
-Only regressions fail the gate. A baseline from another device is never used.
+With several baseline runs (a directory of earlier reports of the device), a test found
+passed in two or more of them is judged against their run-to-run spread instead (see
+:func:`.gate_stats.between_runs_p`): repeats inside one run understate the noise between
+runs. For each operating point and relative expression, the tests are also judged together
+(a ``suite`` row: geometric-mean change, one-sided Wilcoxon signed-rank over the per-test
+log-ratios, and with several baseline runs outside their spread too), so that a change
+every test shows is caught when each test has too few repeats to show it alone.
+
+Regressions fail the gate, and so do ``insufficient`` rows when the gate is strict. A
+baseline from another device is never used. An expression naming a metric that no result
+of the gated report carries is a :class:`GateExprError` (a usage error), never a silent pass.
 """
 
 from __future__ import annotations
 
 import functools
+import html
 import itertools
 import math
 import re
@@ -26,19 +37,16 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from statistics import fmean
 from typing import Any, Literal, NamedTuple, cast
 
-from pytest_edgeenergy.report.keys import op_key
-from pytest_edgeenergy.report.load import ReportError, load_report, require_tests
-from pytest_edgeenergy.report.model import (
-    HIGHER_IS_BETTER,
-    METRIC_UNITS,
-    device_label,
-    device_slug,
-    parse_timestamp,
-)
+from pytest_edgeenergy.report import gate_stats
+from pytest_edgeenergy.report.baselines import BASELINE_RUNS, describe, find_baselines
+from pytest_edgeenergy.report.keys import op_key, op_label
+from pytest_edgeenergy.report.metric_names import did_you_mean, higher_is_better
+from pytest_edgeenergy.report.model import METRIC_UNITS, device_label
 from pytest_edgeenergy.report.tables import Format, Table, render, render_html_table
-from pytest_edgeenergy.report.writer import atomic_write_text
+from pytest_edgeenergy.words import counted
 
 STATISTICS = ("mean", "median", "min", "max")
 
@@ -70,7 +78,9 @@ Verdict = Literal["regression", "improvement", "within", "insufficient", "no-bas
 
 
 class GateExprError(ValueError):
-    """A gate expression cannot be parsed; the message lists the allowed forms."""
+    """A gate expression is unusable (a usage error): it cannot be parsed (the message lists
+    the allowed forms), or it names a metric that no result of the gated report carries (the
+    message lists the metrics present)."""
 
 
 def unit_family(unit: str) -> str:
@@ -113,7 +123,8 @@ def parse_expr(text: str) -> GateExpr:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", metric):
         raise bad(f"metric {metric!r} is not a metric name")
     if statistic not in STATISTICS:
-        raise bad(f"statistic {statistic!r} is not one of {', '.join(STATISTICS)}")
+        hint = did_you_mean(statistic, STATISTICS)
+        raise bad(f"statistic {statistic!r} is not one of {', '.join(STATISTICS)}{hint}")
     match = _THRESHOLD.match(threshold)
     if not match:
         raise bad(f"threshold {threshold!r} is not a number followed by % or a unit")
@@ -151,17 +162,29 @@ class GateRow(NamedTuple):
 
 @dataclass
 class GateVerdict:
-    """The outcome of one gate: a row per test x expression, and messages for the reader."""
+    """The outcome of one gate: a row per test x expression, a row per suite (operating
+    point x relative expression, see the module docstring), and messages for the reader.
+
+    ``strict``: ``insufficient`` rows fail the gate too. ``runs``: baseline runs read.
+    """
 
     rows: list[GateRow] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
     baseline: str = ""
     new: str = "this run"
     device_matched: bool = True
+    suite: list[GateRow] = field(default_factory=list)
+    strict: bool = False
+    runs: int = 1
+
+    @property
+    def regressions(self) -> int:
+        """Regression rows, per test and per suite."""
+        return self.count("regression") + self.suite_count("regression")
 
     @property
     def failed(self) -> bool:
-        return any(r.verdict == "regression" for r in self.rows)
+        return self.regressions > 0 or (self.strict and self.count("insufficient") > 0)
 
     @property
     def matched(self) -> int:
@@ -170,6 +193,18 @@ class GateVerdict:
 
     def count(self, verdict: Verdict) -> int:
         return sum(1 for r in self.rows if r.verdict == verdict)
+
+    def suite_count(self, verdict: Verdict) -> int:
+        return sum(1 for r in self.suite if r.verdict == verdict)
+
+    def failure_reason(self) -> str:
+        """Why the gate failed, e.g. ``2 significant regressions``; empty when it passed."""
+        reasons = []
+        if self.regressions:
+            reasons.append(f"{counted(self.regressions, 'significant regression')}")
+        if self.strict and self.count("insufficient"):
+            reasons.append(f"{self.count('insufficient')} insufficient, strict gate")
+        return "; ".join(reasons)
 
 
 def _exprs_for(
@@ -184,34 +219,13 @@ def _exprs_for(
     return [e for e in exprs if (e.metric, e.statistic) not in replaced] + list(own)
 
 
-def _statistic(metric: Mapping[str, Any], statistic: str) -> float | None:
-    stats = metric.get("stats")
-    if stats:
-        value = stats.get(statistic)
-        return float(value) if value is not None else None
-    value = metric.get("value")
-    return float(value) if value is not None else None
-
-
-def _min_attainable_p(n1: int, n2: int) -> float:
-    return 1.0 / math.comb(n1 + n2, n1)
-
-
-def _mann_whitney_p(new: Sequence[float], base: Sequence[float], worse_is_higher: bool) -> float:
-    from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
-
-    alternative = "greater" if worse_is_higher else "less"
-    result = mannwhitneyu(list(new), list(base), alternative=alternative)
-    return float(result.pvalue)
-
-
 @dataclass(frozen=True)
 class GateColumn:
     """One gated metric across a report's tests (position i: the report's test i).
 
     ``present[i]``: test i has the metric (always False for skipped tests, never judged);
-    ``statistics[s][i]``: statistic ``s`` as :func:`_statistic` reads it; the samples of
-    test i are ``samples[starts[i]:starts[i + 1]]``.
+    ``statistics[s][i]``: ``stats[s]``, or ``value`` for a metric without stats; the
+    samples of test i are ``samples[starts[i]:starts[i + 1]]``.
     """
 
     present: list[bool]
@@ -235,6 +249,9 @@ class GateView:
     ops: list[str]
     statuses: list[str]
     metrics: dict[str, GateColumn]
+    names: tuple[str, ...] = ()
+    """Every metric name the report's (not skipped) results carry, sorted; filled only when
+    some gated metric is carried by none of them (for :func:`require_carried`'s message)."""
 
 
 GateNeeds = Mapping[str, Collection[str]]
@@ -293,7 +310,7 @@ def gate_view(report: Mapping[str, Any], needs: GateNeeds) -> GateView:
                 unit = metric.get("unit")
                 units(share(unit, unit))
                 stats = metric.get("stats")
-                if stats:  # as _statistic(metric, s) for each s
+                if stats:
                     for s, values in statistics:
                         value = stats.get(s)
                         values.append(float(value) if value is not None else None)
@@ -304,12 +321,50 @@ def gate_view(report: Mapping[str, Any], needs: GateNeeds) -> GateView:
                         values.append(number)
                 samples += metric.get("samples") or ()
             starts(len(samples))
-    return GateView(report["device"], ids, ops, statuses, columns)
+    names: tuple[str, ...] = ()
+    if any(True not in column.present for column in columns.values()):
+        names = tuple(
+            sorted({n for t in report["tests"] if t["status"] != "skipped" for n in t["metrics"]})
+        )
+    return GateView(report["device"], ids, ops, statuses, columns, names)
+
+
+def require_carried(view: GateView, exprs: Iterable[GateExpr], name: str = "this run") -> None:
+    """Raise :class:`GateExprError` for an expression whose metric no result of ``view``
+    carries, naming the metrics present (a gate that would silently compare nothing). A
+    report whose results carry no metric at all (all skipped or failed) passes: nothing
+    was measured, and the gate says so."""
+    for expr in exprs:
+        column = view.metrics.get(expr.metric)
+        if column is None or True in column.present or not view.names:
+            continue
+        raise GateExprError(
+            f"gate expression {expr.text!r}: no result of {name} carries the metric "
+            f"{expr.metric!r}{did_you_mean(expr.metric, view.names)}; metrics present: "
+            f"{', '.join(view.names)}"
+        )
 
 
 # A GateRow from a full tuple of its fields, without the Python-level __new__ (rows by the
 # hundred thousand).
 _new_row = cast("Callable[[tuple[Any, ...]], GateRow]", functools.partial(tuple.__new__, GateRow))
+
+
+def _check_unit(expr: GateExpr, column: GateColumn, i: int) -> None:
+    if not expr.relative and unit_family(str(column.units[i])) != expr.family:
+        raise GateExprError(
+            f"gate expression {expr.text!r}: unit {expr.family} does not match "
+            f"{expr.metric} in {column.units[i]}\n{ALLOWED_FORMS}"
+        )
+
+
+def _over(expr: GateExpr, base_value: float, delta: float) -> bool:
+    """The change ``delta`` from ``base_value`` is over the expression's threshold."""
+    if expr.relative:
+        if base_value == 0:
+            return delta != 0
+        return abs(delta) > expr.threshold * abs(base_value)
+    return abs(delta) > expr.threshold
 
 
 def _judge(
@@ -337,11 +392,7 @@ def _judge(
     if base_column is None or not base_column.present[j]:
         note = f"baseline has no {metric}"
         return _new_row((test_id, metric, statistic, threshold, None, None, None, None, _INS, note))
-    if not expr.relative and unit_family(str(new_column.units[i])) != expr.family:
-        raise GateExprError(
-            f"gate expression {expr.text!r}: unit {expr.family} does not match "
-            f"{metric} in {new_column.units[i]}\n{ALLOWED_FORMS}"
-        )
+    _check_unit(expr, new_column, i)
     base_value = base_column.statistics[statistic][j]
     new_value = new_column.statistics[statistic][i]
     if base_value is None or new_value is None:
@@ -349,18 +400,13 @@ def _judge(
         return _new_row((test_id, metric, statistic, threshold, *no_value))
     delta = new_value - base_value
     change_pct = delta / abs(base_value) * 100.0 if base_value != 0 else None
-    if expr.relative:
-        over = base_value != 0 and abs(delta) > expr.threshold * abs(base_value)
-        over = over or (base_value == 0 and delta != 0)
-    else:
-        over = abs(delta) > expr.threshold
-    if not over:
+    if not _over(expr, base_value, delta):
         within = (base_value, new_value, change_pct, None, _OK, "")
         return _new_row((test_id, metric, statistic, threshold, *within))
     base_samples = base_column.samples[base_column.starts[j] : base_column.starts[j + 1]]
     new_samples = new_column.samples[new_column.starts[i] : new_column.starts[i + 1]]
     n_base, n_new = len(base_samples), len(new_samples)
-    if min(n_base, n_new) < min_samples or _min_attainable_p(n_new, n_base) >= alpha:
+    if min(n_base, n_new) < min_samples or gate_stats.min_attainable_p(n_new, n_base) >= alpha:
         note = (
             f"not enough repeats to judge ({n_base} baseline, {n_new} new; "
             f"need >= {min_samples} each and enough for p < {alpha:g})"
@@ -369,10 +415,9 @@ def _judge(
             test_id, metric, statistic, threshold, base_value, new_value, change_pct, None, _INS,
             note,
         )  # fmt: skip
-    worse_is_higher = metric not in HIGHER_IS_BETTER
-    got_worse = (delta > 0) == worse_is_higher
+    got_worse = (delta > 0) != higher_is_better(metric)
     # One-sided test in the direction of the observed change.
-    p_value = _mann_whitney_p(new_samples, base_samples, worse_is_higher == got_worse)
+    p_value = gate_stats.mann_whitney_p(new_samples, base_samples, delta > 0)
     if p_value >= alpha:
         note = f"change not significant (p={p_value:.3g})"
         return GateRow(
@@ -389,59 +434,80 @@ _INS: Verdict = "insufficient"
 _OK: Verdict = "within"
 
 
+def _baseline_views(
+    reports: Sequence[Mapping[str, Any]], new_report: Mapping[str, Any], needs: GateNeeds
+) -> list[GateView]:
+    # A report of another device is never compared: its device is all that is read.
+    fingerprint = new_report["device"]["fingerprint"]
+    return [
+        gate_view(r, needs)
+        if r["device"]["fingerprint"] == fingerprint
+        else GateView(r["device"], [], [], [], {})
+        for r in reports
+    ]
+
+
 def evaluate(
-    baseline_report: Mapping[str, Any],
+    baseline_report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
     new_report: Mapping[str, Any],
     exprs: Iterable[str | GateExpr],
     overrides: Mapping[str, Iterable[str | GateExpr]] | None = None,
     *,
     alpha: float = 0.05,
     min_samples: int = 3,
+    strict: bool = False,
     baseline_name: str = "baseline",
     new_name: str = "this run",
 ) -> GateVerdict:
-    """Gate ``new_report`` against ``baseline_report`` (see the module docstring).
+    """Gate ``new_report`` against ``baseline_report``, or several baseline runs newest
+    first (see the module docstring).
 
     ``overrides`` maps a test id to its own expressions; each replaces the global expression
-    on the same metric and statistic, and the others still apply to that test.
+    on the same metric and statistic, and the others still apply to that test. ``strict``:
+    insufficient rows fail the gate.
     """
     parsed = [_as_expr(e) for e in exprs]
     own = {tid: [_as_expr(e) for e in es] for tid, es in (overrides or {}).items()}
     needs = expr_metrics(parsed, own)
-    if baseline_report["device"]["fingerprint"] != new_report["device"]["fingerprint"]:
-        # Views are not needed to say so; the device is all that is read.
-        base_view = GateView(baseline_report["device"], [], [], [], {})
-        new_view = GateView(new_report["device"], [], [], [], {})
-    else:
-        base_view, new_view = gate_view(baseline_report, needs), gate_view(new_report, needs)
+    reports = [baseline_report] if isinstance(baseline_report, Mapping) else baseline_report
     return evaluate_views(
-        base_view,
-        new_view,
+        _baseline_views(reports, new_report, needs),
+        gate_view(new_report, needs),
         parsed,
         own,
         alpha=alpha,
         min_samples=min_samples,
+        strict=strict,
         baseline_name=baseline_name,
         new_name=new_name,
     )
 
 
 def evaluate_views(
-    baseline: GateView,
+    baseline: GateView | Sequence[GateView],
     new: GateView,
     exprs: Sequence[GateExpr],
     overrides: Mapping[str, Sequence[GateExpr]] | None = None,
     *,
     alpha: float = 0.05,
     min_samples: int = 3,
+    strict: bool = False,
     baseline_name: str = "baseline",
     new_name: str = "this run",
 ) -> GateVerdict:
-    """:func:`evaluate` on views holding every metric and statistic the expressions read."""
+    """:func:`evaluate` on views holding every metric and statistic the expressions read;
+    ``baseline``: one view, or the views of several baseline runs, newest first.
+
+    Raises :class:`GateExprError` for an expression no result of ``new`` carries.
+    """
     own = overrides or {}
-    verdict = GateVerdict(baseline=baseline_name, new=new_name)
-    base_device, new_device = baseline.device, new.device
-    if base_device["fingerprint"] != new_device["fingerprint"]:
+    require_carried(new, itertools.chain(exprs, *own.values()), new_name)
+    views = [baseline] if isinstance(baseline, GateView) else list(baseline)
+    verdict = GateVerdict(baseline=baseline_name, new=new_name, strict=strict)
+    new_device = new.device
+    same = [v for v in views if v.device["fingerprint"] == new_device["fingerprint"]]
+    if not same:
+        base_device = views[0].device
         verdict.device_matched = False
         verdict.messages.append(
             f"no baseline for this device: {baseline_name} is from {device_label(base_device)} "
@@ -449,9 +515,63 @@ def evaluate_views(
             f"({new_device['fingerprint']}); not gated"
         )
         return verdict
+    verdict.runs = len(same)
+    suites: dict[tuple[str, str], _Suite] = {}
+    if len(same) == 1:
+        _judge_tests(verdict.rows, suites, same[0], new, exprs, own, alpha, min_samples)
+    else:
+        _judge_tests_runs(verdict.rows, suites, same, new, exprs, own, alpha, min_samples)
+    verdict.suite = _judge_suites(suites, alpha)
+    return verdict
+
+
+def _no_baseline_row(test_id: str, expr: GateExpr) -> GateRow:
+    return GateRow(
+        test_id, expr.metric, expr.statistic, expr.threshold_text, None, None, None, None,
+        "no-baseline", "no baseline result at this operating point",
+    )  # fmt: skip
+
+
+class _Suite:
+    """The tests of one operating point x relative expression, for :func:`_judge_suites`:
+    per-test log-ratios new / baseline, and per baseline run (by index) its tests' log
+    deviations from their mean over the runs."""
+
+    __slots__ = ("expr", "offsets", "op", "ratios")
+
+    def __init__(self, op: str, expr: GateExpr) -> None:
+        self.op = op
+        self.expr = expr
+        self.ratios: list[float] = []
+        self.offsets: dict[int, list[float]] = {}
+
+
+def _add_ratio(
+    suites: dict[tuple[str, str], _Suite], op: str, expr: GateExpr, row: GateRow
+) -> None:
+    """Add a judged row's log-ratio to its suite (rows with both values > 0)."""
+    base_value, new_value = row[4], row[5]
+    if base_value is None or new_value is None or base_value <= 0 or new_value <= 0:
+        return
+    suite = suites.get((op, expr.text))
+    if suite is None:
+        suite = suites[(op, expr.text)] = _Suite(op, expr)
+    suite.ratios.append(math.log(new_value / base_value))
+
+
+def _judge_tests(
+    rows: list[GateRow],
+    suites: dict[tuple[str, str], _Suite],
+    baseline: GateView,
+    new: GateView,
+    exprs: Sequence[GateExpr],
+    own: Mapping[str, Sequence[GateExpr]],
+    alpha: float,
+    min_samples: int,
+) -> None:
+    """Rows against a single baseline run: repeats against repeats (:func:`_judge`)."""
     # The last of tests sharing an id and operating point is the one compared.
     baseline_tests = {key: j for j, key in enumerate(zip(baseline.ids, baseline.ops, strict=True))}
-    rows = verdict.rows
     columns = new.metrics
     for i, (test_id, op, status) in enumerate(zip(new.ids, new.ops, new.statuses, strict=True)):
         if status == "skipped":
@@ -463,84 +583,168 @@ def evaluate_views(
             if column is None or not column.present[i]:
                 continue
             if j is None:
-                rows.append(
-                    GateRow(
-                        test_id,
-                        expr.metric,
-                        expr.statistic,
-                        expr.threshold_text,
-                        None,
-                        None,
-                        None,
-                        None,
-                        "no-baseline",
-                        "no baseline result at this operating point",
-                    )
-                )
+                rows.append(_no_baseline_row(test_id, expr))
                 continue
-            rows.append(_judge(test_id, expr, baseline, j, new, i, alpha, min_samples))
-    return verdict
+            row = _judge(test_id, expr, baseline, j, new, i, alpha, min_samples)
+            rows.append(row)
+            if expr.relative:
+                _add_ratio(suites, op, expr, row)
 
 
-# ---------------------------------------------------------------------------------------
-# baselines on disk
+class _Runs(NamedTuple):
+    """A test judged against several baseline runs: its row's place, and the statistic's
+    log in each baseline run (by run index) and in the new run."""
+
+    row: int
+    test_id: str
+    op: str
+    expr: GateExpr
+    runs: list[int]
+    logs: list[float]
+    new_value: float
 
 
-def _started(report: Mapping[str, Any]) -> float:
-    try:
-        return parse_timestamp(report["started_at"]).timestamp()
-    except ValueError:
-        return 0.0
-
-
-def find_baseline(
-    baseline: Path,
-    new_report: Mapping[str, Any],
-    *,
-    load: Callable[[Path], dict[str, Any]] = load_report,
-) -> tuple[Path | None, dict[str, Any] | None, list[str]]:
-    """The baseline report for ``new_report``'s device: ``baseline`` itself when it is a
-    file, else the newest report in that directory with the same device fingerprint.
-
-    Returns ``(path, report, messages)``; path and report are None when there is no baseline
-    for this device (not an error). A baseline *file* that is not a valid report raises
-    :class:`ReportError`; unreadable files in a directory are skipped with a message.
-    ``load`` reads a report (:func:`~.load.load_report`; a caching one when called often).
-    ``new_report`` needs only its header (``device``, ``run_id``).
-    """
-    messages: list[str] = []
-    fingerprint = new_report["device"]["fingerprint"]
-    label = device_label(new_report["device"])
-    if not baseline.exists():
-        raise ReportError(baseline, "baseline file or directory does not exist")
-    if baseline.is_file():
-        report = load(baseline)
-        require_tests(report, baseline)
-        if report["device"]["fingerprint"] != fingerprint:
-            messages.append(
-                f"no baseline for this device: {baseline} is from "
-                f"{device_label(report['device'])}, this run is on {label}; not gated"
-            )
-            return None, None, messages
-        return baseline, report, messages
-    best: tuple[float, Path, dict[str, Any]] | None = None
-    for path in sorted(baseline.glob("*.json")):
-        try:
-            report = load(path)
-        except ReportError as exc:
-            messages.append(f"skipped baseline candidate {exc}")
+def _judge_tests_runs(
+    rows: list[GateRow],
+    suites: dict[tuple[str, str], _Suite],
+    baselines: Sequence[GateView],
+    new: GateView,
+    exprs: Sequence[GateExpr],
+    own: Mapping[str, Sequence[GateExpr]],
+    alpha: float,
+    min_samples: int,
+) -> None:
+    """Rows against several baseline runs: a test passed with a positive value in two or
+    more of them is judged against their spread (:func:`_judge_runs`), any other against
+    the newest run holding it (:func:`_judge`)."""
+    indexes = [
+        {key: j for j, key in enumerate(zip(view.ids, view.ops, strict=True))} for view in baselines
+    ]
+    pending: list[_Runs] = []
+    columns = new.metrics
+    for i, (test_id, op, status) in enumerate(zip(new.ids, new.ops, new.statuses, strict=True)):
+        if status == "skipped":
             continue
-        if report["device"]["fingerprint"] != fingerprint or not report["tests"]:
+        test_exprs = _exprs_for(test_id, exprs, own) if own else exprs
+        key = (test_id, op)
+        holders = [(k, index[key]) for k, index in enumerate(indexes) if key in index]
+        for expr in test_exprs:
+            column = columns.get(expr.metric)
+            if column is None or not column.present[i]:
+                continue
+            if not holders:
+                rows.append(_no_baseline_row(test_id, expr))
+                continue
+            usable = _usable_runs(baselines, holders, expr) if status == "passed" else []
+            new_value = column.statistics[expr.statistic][i]
+            if len(usable) >= 2 and new_value is not None and new_value > 0:
+                _check_unit(expr, column, i)
+                runs, logs = [k for k, _, _ in usable], [math.log(v) for _, _, v in usable]
+                pending.append(_Runs(len(rows), test_id, op, expr, runs, logs, new_value))
+                rows.append(_no_baseline_row(test_id, expr))  # replaced below
+                continue
+            k, j = (usable[0][0], usable[0][1]) if usable else holders[0]
+            row = _judge(test_id, expr, baselines[k], j, new, i, alpha, min_samples)
+            rows.append(row)
+            if expr.relative:
+                _add_ratio(suites, op, expr, row)
+    groups: dict[tuple[str, str, str], list[_Runs]] = {}
+    for item in pending:
+        groups.setdefault((item.op, item.expr.metric, item.expr.statistic), []).append(item)
+    for items in groups.values():
+        typical = gate_stats.typical_spread([item.logs for item in items])
+        for item in items:
+            rows[item.row] = _judge_runs(item, typical, alpha)
+            if item.expr.relative:
+                _add_runs(suites, item)
+
+
+def _usable_runs(
+    baselines: Sequence[GateView], holders: Sequence[tuple[int, int]], expr: GateExpr
+) -> list[tuple[int, int, float]]:
+    """``(run, test, value)`` of the baseline runs where the test passed with a value > 0."""
+    usable = []
+    for k, j in holders:
+        view = baselines[k]
+        column = view.metrics.get(expr.metric)
+        if view.statuses[j] != "passed" or column is None or not column.present[j]:
             continue
-        if report["run_id"] == new_report["run_id"]:
+        value = column.statistics[expr.statistic][j]
+        if value is not None and value > 0:
+            usable.append((k, j, value))
+    return usable
+
+
+def _add_runs(suites: dict[tuple[str, str], _Suite], item: _Runs) -> None:
+    suite = suites.get((item.op, item.expr.text))
+    if suite is None:
+        suite = suites[(item.op, item.expr.text)] = _Suite(item.op, item.expr)
+    center = fmean(item.logs)
+    suite.ratios.append(math.log(item.new_value) - center)
+    for k, log in zip(item.runs, item.logs, strict=True):
+        suite.offsets.setdefault(k, []).append(log - center)
+
+
+def _judge_runs(item: _Runs, typical: float, alpha: float) -> GateRow:
+    """A test against several baseline runs: the baseline is the geometric mean of their
+    statistic; a change over the threshold counts when it is outside their run-to-run
+    spread (:func:`.gate_stats.between_runs_p`)."""
+    expr = item.expr
+    head = (item.test_id, expr.metric, expr.statistic, expr.threshold_text)
+    runs = len(item.logs)
+    base_value = math.exp(fmean(item.logs))
+    new_value = item.new_value
+    delta = new_value - base_value
+    change_pct = delta / base_value * 100.0
+    spread = math.expm1(gate_stats.run_spread(item.logs, typical)) * 100.0
+    about = f"{runs} baseline runs, run-to-run spread {spread:.2g} %"
+    if not _over(expr, base_value, delta):
+        return GateRow(*head, base_value, new_value, change_pct, None, _OK, about)
+    greater = delta > 0
+    p_value = gate_stats.between_runs_p(math.log(new_value), item.logs, typical, greater)
+    if not p_value < alpha:
+        note = f"change within the noise of {about} (p={p_value:.3g})"
+        return GateRow(*head, base_value, new_value, change_pct, p_value, _OK, note)
+    got_worse = greater != higher_is_better(expr.metric)
+    verdict: Verdict = "regression" if got_worse else "improvement"
+    return GateRow(*head, base_value, new_value, change_pct, p_value, verdict, about)
+
+
+def _judge_suites(suites: Mapping[tuple[str, str], _Suite], alpha: float) -> list[GateRow]:
+    """A row per suite of at least :func:`.gate_stats.min_suite_tests` tests: the
+    geometric-mean change over the threshold and a one-sided Wilcoxon signed-rank test of
+    the per-test log-ratios; with several baseline runs, the mean log change must also be
+    outside the spread of the runs' own offsets."""
+    fewest = gate_stats.min_suite_tests(alpha)
+    rows: list[GateRow] = []
+    for suite in suites.values():
+        n = len(suite.ratios)
+        if n < fewest:
             continue
-        started = _started(report)
-        if best is None or started > best[0]:
-            best = (started, path, report)
-    if best is None:
-        messages.append(f"no baseline for this device ({label}, {fingerprint}) in {baseline}")
-        return None, None, messages
-    return best[1], best[2], messages
+        expr = suite.expr
+        mean_log = fmean(suite.ratios)
+        change_pct = math.expm1(mean_log) * 100.0
+        head = (
+            f"suite: {counted(n, 'test')} at {op_label(suite.op)}",
+            expr.metric, expr.statistic, expr.threshold_text, None, None, change_pct,
+        )  # fmt: skip
+        about = f"geometric mean of {counted(n, 'per-test change')}"
+        if not abs(change_pct) > expr.threshold * 100.0:
+            rows.append(GateRow(*head, None, _OK, about))
+            continue
+        greater = mean_log > 0
+        p_value = gate_stats.suite_p(suite.ratios, greater)
+        offsets = [fmean(values) for values in suite.offsets.values()]
+        if len(offsets) >= 2:
+            p_between = gate_stats.suite_between_runs_p(mean_log, offsets, greater)
+            p_value = max(p_value, p_between)
+            about += f", against the spread of {len(offsets)} baseline runs"
+        if not p_value < alpha:
+            rows.append(GateRow(*head, p_value, _OK, f"{about}: not significant"))
+            continue
+        got_worse = greater != higher_is_better(expr.metric)
+        rows.append(GateRow(*head, p_value, "regression" if got_worse else "improvement", about))
+    return rows
 
 
 def gate_against(
@@ -549,42 +753,34 @@ def gate_against(
     exprs: Iterable[str | GateExpr],
     overrides: Mapping[str, Iterable[str | GateExpr]] | None = None,
     *,
+    strict: bool = False,
+    runs: int = BASELINE_RUNS,
     new_name: str = "this run",
 ) -> GateVerdict:
-    """Find the baseline (file or directory, see :func:`find_baseline`) and evaluate."""
-    path, report, messages = find_baseline(baseline, new_report)
-    if report is None or path is None:
+    """Find the baseline runs (file or directory, see :func:`.baselines.find_baselines`)
+    and evaluate. An expression no result of ``new_report`` carries raises
+    :class:`GateExprError` even when there is no baseline yet."""
+    parsed = [_as_expr(e) for e in exprs]
+    own = {tid: [_as_expr(e) for e in es] for tid, es in (overrides or {}).items()}
+    needs = expr_metrics(parsed, own)
+    new_view = gate_view(new_report, needs)
+    require_carried(new_view, itertools.chain(parsed, *own.values()), new_name)
+    found, messages = find_baselines(baseline, new_report, runs=runs)
+    if not found:
         verdict = GateVerdict(baseline=str(baseline), new=new_name, device_matched=False)
         verdict.messages.extend(messages)
         return verdict
-    verdict = evaluate(
-        report, new_report, exprs, overrides, baseline_name=str(path), new_name=new_name
+    verdict = evaluate_views(
+        _baseline_views([report for _, report in found], new_report, needs),
+        new_view,
+        parsed,
+        own,
+        strict=strict,
+        baseline_name=describe(baseline, found),
+        new_name=new_name,
     )
     verdict.messages[:0] = messages
     return verdict
-
-
-def save_baseline(report_path: Path, baseline_dir: Path) -> Path:
-    """Copy a valid, non-empty report into ``baseline_dir`` under a device-and-time name.
-
-    Saving the same run twice is a no-op; a different file already at the name is refused.
-    """
-    report = load_report(report_path)
-    require_tests(report, report_path)
-    stamp = report["started_at"][:19].replace("-", "").replace(":", "").replace("T", "-")
-    name = f"{device_slug(report['device'])}-{stamp}-{report['run_id'][:8]}.json"
-    target = baseline_dir / name
-    if target.exists():
-        try:
-            existing = load_report(target)
-        except ReportError as exc:
-            raise ReportError(target, f"exists and is not a report; not replaced ({exc})") from None
-        if existing["run_id"] != report["run_id"]:
-            raise ReportError(target, "exists and holds another run; not replaced")
-        return target
-    baseline_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, [Path(report_path).read_text(encoding="utf-8")])
-    return target
 
 
 # ---------------------------------------------------------------------------------------
@@ -603,40 +799,87 @@ _VERDICT_COLUMNS = [
 ]
 
 
+_COUNTED: tuple[tuple[Verdict, str, str], ...] = (
+    ("regression", "regression", "regressions"),
+    ("improvement", "improvement", "improvements"),
+    ("within", "within", "within"),
+    ("insufficient", "insufficient", "insufficient"),
+    ("no-baseline", "without baseline", "without baseline"),
+)
+
+
+def _counts(count: Callable[[Verdict], int]) -> str:
+    return ", ".join(counted(n, noun, many) for v, noun, many in _COUNTED if (n := count(v)))
+
+
+def _table_row(r: GateRow) -> list[Any]:
+    return [
+        r.test_id,
+        f"{r.metric}:{r.statistic}",
+        r.threshold,
+        r.baseline,
+        r.new,
+        r.change_pct,
+        r.p_value,
+        r.verdict.upper() if r.verdict == "regression" else r.verdict,
+        r.note,
+    ]
+
+
 def verdict_table(verdict: GateVerdict, *, all_rows: bool = False) -> Table:
-    """The verdict as a table; rows ``within`` are left out unless ``all_rows``."""
-    shown = [r for r in verdict.rows if all_rows or r.verdict != "within"]
+    """The verdict as a table; rows ``within`` are left out unless ``all_rows``. The last
+    note is the summary line (``gate passed: 3 within, 9 insufficient``)."""
     table = Table(
         list(_VERDICT_COLUMNS), title=f"Energy gate: {verdict.new} against {verdict.baseline}"
     )
-    for r in shown:
-        table.rows.append(
-            [
-                r.test_id,
-                f"{r.metric}:{r.statistic}",
-                r.threshold,
-                r.baseline,
-                r.new,
-                r.change_pct,
-                r.p_value,
-                r.verdict.upper() if r.verdict == "regression" else r.verdict,
-                r.note,
-            ]
+    for rows in (verdict.rows, verdict.suite):
+        table.rows.extend(_table_row(r) for r in rows if all_rows or r.verdict != "within")
+    notes = table.notes
+    notes.extend(verdict.messages)
+    if verdict.runs > 1:
+        notes.append(
+            f"baseline: geometric mean over the {verdict.runs} baseline runs holding a test; "
+            "a change must be outside their run-to-run spread"
         )
-    counts = ", ".join(
-        f"{verdict.count(v)} {v}"
-        for v in ("regression", "improvement", "within", "insufficient", "no-baseline")
-        if verdict.count(v)
-    )
-    table.notes.extend(verdict.messages)
-    outcome = "FAILED" if verdict.failed else "passed"
-    table.notes.append(f"gate {outcome}: {counts or 'nothing compared'}")
+    if any(r.verdict != "within" for r in verdict.suite) or (all_rows and verdict.suite):
+        notes.append(
+            "suite: the tests of one operating point judged together (geometric-mean change, "
+            "one-sided Wilcoxon signed-rank over the per-test log-ratios)"
+        )
+    insufficient = verdict.count("insufficient")
+    if insufficient and not verdict.strict:
+        notes.append(
+            f"{insufficient} insufficient: too few repeats or runs to judge, or a failed or "
+            "invalid result; they fail only a strict gate (--fail-insufficient, "
+            "--edge-fail-insufficient)"
+        )
+    summary = f"gate {'FAILED' if verdict.failed else 'passed'}: "
+    summary += _counts(verdict.count) or "nothing compared"
+    suite = _counts(verdict.suite_count)
+    if suite:
+        summary += f"; suite-level: {suite}"
+    if verdict.strict and insufficient:
+        summary += " (strict: insufficient fails)"
+    notes.append(summary)
     return table
 
 
+def _notes_only(table: Table, fmt: Format) -> str:
+    """A table without rows: its title and notes, no empty header."""
+    if fmt == "markdown":
+        return f"### {table.title}\n\n" + "".join(f"- {n}\n" for n in table.notes)
+    if fmt == "html":
+        items = "".join(f"<li>{html.escape(n)}</li>" for n in table.notes)
+        return f"<h2>{html.escape(table.title)}</h2>\n<ul>{items}</ul>\n"
+    return "\n".join([table.title, *table.notes]) + "\n"
+
+
 def render_verdict(verdict: GateVerdict, fmt: Format = "table", *, all_rows: bool = False) -> str:
-    """Render a verdict as ``table``, ``markdown``, ``csv`` or ``html`` (fragment)."""
+    """Render a verdict as ``table``, ``markdown``, ``csv`` or ``html`` (fragment); with no
+    row to show, text formats give the title and notes only."""
     table = verdict_table(verdict, all_rows=all_rows or fmt == "csv")
+    if not table.rows and fmt != "csv":
+        return _notes_only(table, fmt)
     if fmt == "html":
         return render_html_table(table)
     return render(table, fmt)

@@ -1,0 +1,76 @@
+"""Which metric names a report can hold, and did-you-mean hints for the ones it cannot.
+
+The plugin writes the metrics of :data:`~.model.METRIC_UNITS` and a few with their own unit
+(:data:`OTHER_METRICS`), per-rail energy as ``energy_j.RAIL``, and the same names prefixed
+``LABEL.`` for other windows, runs and phases (``load.energy_j``, ``bs64.latency_p90``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection
+
+from pytest_edgeenergy.report.model import HIGHER_IS_BETTER, METRIC_UNITS
+
+OTHER_METRICS = frozenset({"duration_s", "memory_board_used", "memory_cuda_peak"})
+"""Metrics the plugin records with an explicit unit (not in :data:`~.model.METRIC_UNITS`)."""
+
+KNOWN_METRICS = frozenset(METRIC_UNITS) | OTHER_METRICS
+
+RAIL_METRIC = "energy_j"
+"""``energy_j.RAIL``: the energy of one rail."""
+
+
+def possible(name: str) -> bool:
+    """True when the plugin can record a metric called ``name``: a known metric, or
+    ``energy_j.RAIL``, either behind any ``LABEL.`` prefixes."""
+    parts = name.split(".")
+    if "" in parts:
+        return False
+    for i, part in enumerate(parts):
+        if ".".join(parts[i:]) in KNOWN_METRICS:
+            return True
+        if part == RAIL_METRIC and i < len(parts) - 1:
+            return True
+    return False
+
+
+def higher_is_better(name: str) -> bool:
+    """True when a larger value of metric ``name`` is an improvement (``throughput``, also
+    behind a label: ``bs64.throughput``); for every other metric lower is better."""
+    return name.rpartition(".")[2] in HIGHER_IS_BETTER
+
+
+def suggestion(name: str, candidates: Collection[str], *, labelled: bool = False) -> str | None:
+    """The name closest to ``name``: of ``candidates``, or with ``labelled`` (the candidates
+    are bare names) the ``LABEL.`` prefix of ``name`` before the candidate closest to its
+    last part; None when nothing is close."""
+
+    def close(word: str) -> str | None:
+        found = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
+        return found[0] if found else None
+
+    if labelled and "." in name:
+        prefix, _, last = name.rpartition(".")
+        found = close(last)
+        if found is not None:
+            return f"{prefix}.{found}"
+    return close(name)
+
+
+def did_you_mean(name: str, candidates: Collection[str], *, labelled: bool = False) -> str:
+    """`` (did you mean 'x'?)`` or an empty string."""
+    found = suggestion(name, candidates, labelled=labelled)
+    return f" (did you mean {found!r}?)" if found is not None else ""
+
+
+def name_problem(name: str) -> str | None:
+    """Why no result can carry a metric ``name`` (with a did-you-mean), or None."""
+    if possible(name):
+        return None
+    return (
+        f"no result can carry a metric named {name!r}"
+        f"{did_you_mean(name, KNOWN_METRICS, labelled=True)}; "
+        f"known metrics: {', '.join(sorted(KNOWN_METRICS))}, energy_j.RAIL, "
+        "and each behind a LABEL. prefix (load.energy_j)"
+    )
