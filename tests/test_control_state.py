@@ -173,7 +173,7 @@ def test_relocated_tree_finds_its_state(board: Path, tmp_path: Path) -> None:
 def test_a_live_session_is_not_trampled(board: Path) -> None:
     with Session(board) as session:
         session.apply(resolve({"gpu_freq": "max"}, board))
-        with pytest.raises(SessionBusy, match="pinning this board now"):
+        with pytest.raises(SessionBusy, match="which pins it"):
             restore_leftover(board)
         with pytest.raises(SessionBusy):
             Session(board).start()

@@ -19,7 +19,8 @@ Where the state file lives (:func:`state_locations`):
    never share one file.
 
 :func:`restore_leftover` looks in both places. A lock file beside the state file (``flock``)
-tells a live session (lock held) from a killed one (lock free: the kernel drops it).
+tells a live session (lock held) from a killed one (lock free: the kernel drops it) and
+records who holds it; a new :class:`Session` waits for a live holder up to a timeout.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ import fcntl
 import hashlib
 import json
 import os
+import shlex
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,28 +99,163 @@ def _lock_path(state_path: Path) -> Path:
     return state_path.with_name(state_path.name + ".lock")
 
 
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds a board's lock, as its lock file records it."""
+
+    pid: int | None
+    command: str
+    pins: bool | None
+    """True: it has changed a knob; False: it only measures; None: not recorded."""
+
+    def describe(self) -> str:
+        """``pid 123 (pytest suites/), which pins it``."""
+        pid = str(self.pid) if self.pid is not None else "?"
+        command = self.command
+        if len(command) > _COMMAND_SHOWN:
+            command = command[: _COMMAND_SHOWN - 3] + "..."
+        uses = {True: "pins it", False: "only measures it", None: "holds it"}[self.pins]
+        return f"pid {pid}" + (f" ({command})" if command else "") + f", which {uses}"
+
+
+_COMMAND_SHOWN = 400
+_FIRST_POLL_S = 0.05
+_MAX_POLL_S = 0.5
+
+
+def _command_line() -> str:
+    """This process's command line as a user would type it (``pytest suites/ -x``)."""
+    argv = list(sys.argv) or ["?"]
+    first = Path(argv[0])
+    # `python -m pytest` leaves the package's __main__.py in argv[0].
+    name = f"python -m {first.parent.name}" if first.name == "__main__.py" else first.name
+    return " ".join([name, *(shlex.quote(a) for a in argv[1:])])
+
+
+def _parse_holder(raw: bytes) -> LockHolder | None:
+    """The record in a lock file; None when it is empty or half written."""
+    text = raw.decode(errors="replace").strip()
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        first = text.split()[0]
+        # Older versions wrote the bare pid.
+        return LockHolder(int(first), "", None) if first.isdigit() else None
+    if not isinstance(data, dict):
+        return None
+    pid = data.get("pid")
+    pins = data.get("pins")
+    return LockHolder(
+        pid if isinstance(pid, int) else None,
+        str(data.get("command") or ""),
+        pins if isinstance(pins, bool) else None,
+    )
+
+
 class StateLock:
-    """An exclusive ``flock`` on ``<state>.lock``; released by the kernel if we die."""
+    """An exclusive ``flock`` on ``<state>.lock``; released by the kernel if we die.
 
-    def __init__(self, state_path: Path) -> None:
+    The file records the holder (pid, command line, whether it pins the board or only
+    measures), so a session that finds the board taken can say by whom. A lock of a dead
+    process is free: the kernel dropped its flock, and the next session takes it over.
+    """
+
+    def __init__(self, state_path: Path, *, root: Path | None = None) -> None:
         self.path = _lock_path(state_path)
+        self.root = root
         self._fd: int | None = None
+        self._pins = False
 
-    def acquire(self, *, who: str = "a session") -> None:
+    def acquire(
+        self,
+        *,
+        who: str = "a session",
+        timeout_s: float = 0.0,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None:
+        """Take the lock, waiting up to ``timeout_s`` for a live holder to let go (polled
+        with back-off; ``on_wait`` hears once that we wait). :class:`SessionBusy` names the
+        holder when it does not."""
+        deadline = time.monotonic() + timeout_s
+        delay_s = _FIRST_POLL_S
+        told = False
+        while True:
+            fd, holder = self._try_lock()
+            if fd is not None:
+                break
+            if holder is None:  # it let go between our tries: try again at once
+                continue
+            left_s = deadline - time.monotonic()
+            if left_s <= 0:
+                raise SessionBusy(self._busy_message(holder, who, timeout_s)) from None
+            if not told and on_wait is not None:
+                on_wait(
+                    f"{self._board()} is held by {holder.describe()}; waiting up to {timeout_s:g} s"
+                )
+                told = True
+            time.sleep(min(delay_s, left_s))
+            delay_s = min(delay_s * 2, _MAX_POLL_S)
+        self._fd = fd
+        self._pins = False
+        self._write_record()
+
+    def _try_lock(self) -> tuple[int | None, LockHolder | None]:
+        """Our locked descriptor, or the holder's record when the lock is taken; (None,
+        None): the holder let go meanwhile, try again."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # a holder leaving removed the empty directory
+            return None, None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            holder = None
+            for _ in range(3):  # a record being rewritten reads empty or cut: read again
+                holder = _parse_holder(os.pread(fd, 4096, 0))
+                if holder is not None:
+                    break
             os.close(fd)
-            raise SessionBusy(
-                f"another pytest-edgeenergy session (pid {holder}) holds {self.path}: it is "
-                f"pinning this board now; wait for it to end before starting {who}"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
+            return None, holder or LockHolder(None, "", None)
+        # A holder unlinks the file before letting go: a lock on an unlinked file is no lock.
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+        except FileNotFoundError:
+            same = False
+        if not same:
+            os.close(fd)
+            return None, None
+        return fd, None
+
+    def _board(self) -> str:
+        return f"board {self.root}" if self.root is not None else f"the board of {self.path}"
+
+    def _busy_message(self, holder: LockHolder, who: str, timeout_s: float) -> str:
+        then = (
+            f"gave up after waiting {timeout_s:g} s for it to end; run again when it has"
+            if timeout_s > 0
+            else f"wait for it to end before starting {who}"
+        )
+        return (
+            f"{self._board()} is held by another pytest-edgeenergy session, "
+            f"{holder.describe()} (lock {self.path}); {then}"
+        )
+
+    def _write_record(self) -> None:
+        assert self._fd is not None
+        record = {"pid": os.getpid(), "command": _command_line(), "pins": self._pins}
+        data = (json.dumps(record) + "\n").encode()
+        os.pwrite(self._fd, data, 0)
+        os.ftruncate(self._fd, len(data))
+
+    def mark(self, *, pins: bool) -> None:
+        """Record whether this session pins the board now (it changed a knob) or only
+        measures; a no-op when the lock is not held or nothing changes."""
+        if self._fd is not None and pins != self._pins:
+            self._pins = pins
+            self._write_record()
 
     @property
     def held(self) -> bool:
@@ -531,7 +669,7 @@ def restore_leftover(
     for path in candidates:
         if not path.exists():
             continue
-        lock = StateLock(path)
+        lock = StateLock(path, root=root)
         lock.acquire(who="a restore")
         try:
             snapshot = load_state(path)
@@ -586,6 +724,7 @@ class _JournalRunner:
                 )
             snapshot.writes.append(rel)
             s.save()
+            s.mark_pinning()
             try:
                 _write_exact(step.path, value_bytes(step.value))
             except PermissionError as exc:
@@ -602,6 +741,7 @@ class _JournalRunner:
             if step.input is not None and step.input.strip().upper() == "YES":
                 snapshot.forced = True
             s.save()
+            s.mark_pinning()
             return run_tool(step)
 
 
@@ -613,6 +753,9 @@ class Session:
     exceptions, SIGINT (Ctrl-C) and SIGTERM (previous handlers are chained; with the
     default SIGTERM action the process then dies of SIGTERM as usual) and at interpreter
     exit. ``dry_run`` prints every write (path, old -> new) and makes none.
+
+    Another live session on the same board is waited for up to ``lock_timeout_s`` (0:
+    refused at once); ``on_lock_wait`` hears one line when the wait begins.
     """
 
     def __init__(
@@ -625,6 +768,8 @@ class Session:
         settle_s: float | None = None,
         handle_signals: bool = True,
         out: TextIO | None = None,
+        lock_timeout_s: float = 0.0,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> None:
         self.knobs = knob_set(board)
         self.state_path = (
@@ -638,7 +783,9 @@ class Session:
         self.leftover: RestoreReport | None = None
         self.last_restore: RestoreReport | None = None
         self._snapshot: Snapshot | None = None
-        self._lock = StateLock(self.state_path)
+        self.lock_timeout_s = lock_timeout_s
+        self._on_lock_wait = on_lock_wait or self._say
+        self._lock = StateLock(self.state_path, root=self.knobs.root)
         self._previous: dict[int, SignalHandler] = {}
         self._active = False
         self._atexit_registered = False
@@ -657,7 +804,7 @@ class Session:
         if self._active:
             return
         if not self.dry_run:
-            self._lock.acquire()
+            self._lock.acquire(timeout_s=self.lock_timeout_s, on_wait=self._on_lock_wait)
         try:
             self._restore_leftovers()
         except BaseException:
@@ -676,7 +823,7 @@ class Session:
             snapshot = load_state(path)
             if snapshot is None:
                 continue
-            other = StateLock(path) if path != self.state_path else None
+            other = StateLock(path, root=self.knobs.root) if path != self.state_path else None
             if other is not None:
                 other.acquire()
             try:
@@ -739,6 +886,11 @@ class Session:
         if self._snapshot is not None and not self.dry_run:
             save_state(self.state_path, self._snapshot)
 
+    def mark_pinning(self) -> None:
+        """Record in the lock file that this session has changed the board (a waiting
+        session says so)."""
+        self._lock.mark(pins=True)
+
     @property
     def runner(self) -> StepRunner:
         """The runner knobs use inside this session (journals, or prints in a dry run)."""
@@ -791,6 +943,7 @@ class Session:
             if report.ok and not self.dry_run:
                 remove_state(self.state_path)
                 self._snapshot = None
+                self._lock.mark(pins=False)
         self.last_restore = report
         return report
 
