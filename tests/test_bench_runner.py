@@ -21,14 +21,14 @@ DATA = b"x" * 256
 
 
 @pytest.fixture(scope="module")
-def session() -> Iterator[EnergySession]:
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnergySession]:
     es = EnergySession(
         Settings(
             sim_model="orin-nano",
             root=None,
             interval_s=0.01,
             source="auto",
-            report=None,
+            report=tmp_path_factory.mktemp("report") / "r.json",  # never the repo's reports/
             idle_s=0.3,
             requested=True,
         )

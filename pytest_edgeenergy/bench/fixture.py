@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .options import BenchSettings, settings_for
+from .pytest_benchmark_bridge import benchmark_fixture
 from .result import BenchResult
 from .runner import EdgeBench
 
@@ -101,8 +102,9 @@ def make_edge_bench(request: pytest.FixtureRequest, session: EnergySession) -> E
     """The ``edge_bench`` fixture's value for the requesting test.
 
     Opens the session, marks the test ``edge_energy``, passes pytest-benchmark's
-    ``benchmark`` fixture when the test uses it (energy figures go to its ``extra_info``),
-    and keeps the object on the item (:func:`bench_of`) and the session (:func:`all_results`).
+    ``benchmark`` fixture when the test uses it (the first run drives it when it is unused;
+    energy figures go to its ``extra_info``), and keeps the object on the item
+    (:func:`bench_of`) and the session (:func:`all_results`).
     """
     config = request.config
     settings = settings_for(config)
@@ -110,9 +112,7 @@ def make_edge_bench(request: pytest.FixtureRequest, session: EnergySession) -> E
     nodeid = request.node.nodeid
     session.record(nodeid)
     request.node.add_marker("edge_energy")
-    benchmark = (
-        request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
-    )
+    benchmark = benchmark_fixture(request)
     verbose = int(config.getoption("verbose", 0) or 0)
     bench = EdgeBench(
         session,

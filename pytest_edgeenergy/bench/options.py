@@ -78,6 +78,7 @@ BENCH_OPTIONS: dict[str, Option] = {
         "items (inferences, samples) of fixed work per measured repeat "
         f"(default {DEFAULT.items}, as in the inference study)",
         None,
+        metavar="N",
     ),
     "repeats": Option(
         "--edge-repeats",
@@ -85,6 +86,7 @@ BENCH_OPTIONS: dict[str, Option] = {
         "EDGEENERGY_REPEATS",
         f"measured energy windows per benchmark (default {DEFAULT.repeats})",
         None,
+        metavar="N",
     ),
     "warmup": Option(
         "--edge-warmup",
@@ -92,6 +94,7 @@ BENCH_OPTIONS: dict[str, Option] = {
         "EDGEENERGY_WARMUP",
         f"unmeasured warm-up calls before the first window (default {DEFAULT.warmup})",
         None,
+        metavar="N",
     ),
     "min_window_s": Option(
         "--edge-min-window-s",
@@ -100,6 +103,7 @@ BENCH_OPTIONS: dict[str, Option] = {
         "minimum duration of a measured repeat in s; shorter repeats get more calls "
         f"(default {DEFAULT.min_window_s:g})",
         None,
+        metavar="SECONDS",
     ),
     "quick": Option(
         "--edge-quick",
@@ -116,6 +120,7 @@ BENCH_OPTIONS: dict[str, Option] = {
         "comma-separated workloads to run (names or glob patterns, e.g. resnet18,mobilenet*); "
         "default all",
         None,
+        metavar="NAMES",
     ),
 }
 
@@ -134,7 +139,9 @@ def add_options(parser: pytest.Parser) -> None:
                 opt.flag, dest=opt.ini, action="store_true", default=None, help=opt.help
             )
         else:
-            group.addoption(opt.flag, dest=opt.ini, default=None, help=opt.help)
+            group.addoption(
+                opt.flag, dest=opt.ini, default=None, metavar=opt.metavar, help=opt.help
+            )
         parser.addini(opt.ini, help=f"{opt.help} (env {opt.env})", default=None)
 
 

@@ -19,12 +19,14 @@ have a null ``value``; their ``samples`` hold only the valid windows' figures. N
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from ..report.model import Metric, Validity, build_validity, make_metric
+from ..report.model import Metric, Validity
+from ..report.windows import metric as _metric
+from ..report.windows import validity_of, window_metrics
 from .stats import LatencySummary, summarize_latencies
 
 if TYPE_CHECKING:
@@ -37,7 +39,7 @@ __all__ = [
     "PhaseResult",
     "RepeatResult",
     "merge_report",
-    "validity_of",
+    "metric_prefixes",
 ]
 
 ENERGY_METRICS = frozenset(
@@ -58,37 +60,6 @@ def _finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-def _metric(
-    name: str, values: Iterable[float | None], *, trusted: bool = True, unit: str | None = None
-) -> Metric:
-    samples = [float(v) for v in values if v is not None and math.isfinite(v)]
-    m = make_metric(name, samples, unit=unit)
-    if not trusted:
-        m["value"] = None
-    return m
-
-
-def validity_of(windows: Sequence[WindowResult]) -> Validity:
-    """The report's ``validity`` over several windows: all must be valid."""
-    samples = sum(w.samples for w in windows)
-    weighted = [(w.interval_ms_mean, w.samples) for w in windows if w.interval_ms_mean is not None]
-    n = sum(s for _, s in weighted)
-    interval = math.fsum(m * s for m, s in weighted) / n if n else None
-    jitters = [w.interval_ms_jitter for w in windows if w.interval_ms_jitter is not None]
-    reasons = [f"{w.label}: {w.invalid_reason}" for w in windows if not w.valid]
-    if not windows:
-        reasons.append("no measured window")
-    return build_validity(
-        samples=samples,
-        valid=not reasons,
-        reason="; ".join(reasons) if reasons else None,
-        interval_ms_mean=interval,
-        interval_ms_jitter=max(jitters) if jitters else None,
-        sampler_cpu_s=math.fsum(w.sampler_cpu_s for w in windows),
-        read_errors=sum(sum(w.read_errors.values()) for w in windows),
-    )
-
-
 @dataclass
 class RepeatResult:
     """One measured repeat: a fixed number of calls inside one energy window."""
@@ -100,7 +71,7 @@ class RepeatResult:
     window: WindowResult
     latencies_s: Sequence[float]
     """Wall time of each call, s (emptied after :attr:`latency` is computed when a repeat
-    had more than ``runner.MAX_KEPT_LATENCIES`` calls)."""
+    had more than ``repeats.MAX_KEPT_LATENCIES`` calls)."""
     memory_peak_bytes: int | None = None
     board_memory_used_bytes: int | None = None
     cuda_peak_bytes: int | None = None
@@ -170,24 +141,14 @@ class RepeatResult:
 
 
 def _op_text(op: object) -> str:
-    """A short name for an operating point given as an id, an object with ``id`` or a dict."""
-    if op is None:
-        return "-"
+    """The point's one short label (``15W gpu612MHz``, ``gpu min``, ``dvfs``), as reports
+    and compare print it (:func:`.report.keys.op_label`)."""
+    from ..report.keys import op_key, op_label
+
     if isinstance(op, str):
         return op
-    for holder in (op, getattr(op, "point", None)):
-        ident = getattr(holder, "id", None)
-        if isinstance(ident, str):
-            return ident
-    if isinstance(op, Mapping):
-        if isinstance(op.get("id"), str):
-            return str(op["id"])
-        requested = op.get("requested")
-        if isinstance(requested, Mapping):
-            if isinstance(requested.get("id"), str):
-                return str(requested["id"])
-            return ",".join(f"{k}={v}" for k, v in requested.items() if v is not None) or "-"
-    return str(op)
+    shape = _op_json(op)
+    return op_label(op_key({"operating_point": shape})) if shape is not None else "dvfs"
 
 
 def _jsonable(value: object) -> Any:
@@ -302,19 +263,11 @@ class BenchResult:
             "energy_per_item_net": _metric(
                 "energy_per_item_net", (r.energy_per_item_net_j for r in reps), trusted=ok
             ),
-            "energy_j": _metric("energy_j", (r.energy_j for r in reps), trusted=ok),
-            "energy_net_j": _metric("energy_net_j", (r.net_energy_j for r in reps), trusted=ok),
             "latency_mean": _metric("latency_mean", (x.mean_s for x in lat if x is not None)),
             "latency_p50": _metric("latency_p50", (x.p50_s for x in lat if x is not None)),
             "latency_p90": _metric("latency_p90", (x.p90_s for x in lat if x is not None)),
             "latency_p99": _metric("latency_p99", (x.p99_s for x in lat if x is not None)),
             "throughput": _metric("throughput", (r.throughput for r in reps)),
-            "power_mean": _metric("power_mean", (r.window.total.mean_w for r in reps), trusted=ok),
-            "power_peak": _metric(
-                "power_peak",
-                (r.window.total.peak_w if r.valid else None for r in reps),
-                trusted=ok,
-            ),
             "edp": _metric("edp", (r.edp for r in reps), trusted=ok),
             "memory_peak": _metric("memory_peak", (r.memory_peak_bytes for r in reps)),
         }
@@ -324,17 +277,8 @@ class BenchResult:
         cuda = [r.cuda_peak_bytes for r in reps]
         if any(v is not None for v in cuda):
             out["memory_cuda_peak"] = _metric("memory_cuda_peak", cuda, unit="B")
-        rails = reps[0].window.rails if reps else {}
-        for rail in rails:
-            out[f"energy_j.{rail}"] = _metric(
-                f"energy_j.{rail}",
-                (
-                    _finite(r.window.rails[rail].energy_j) if rail in r.window.rails else None
-                    for r in reps
-                ),
-                trusted=ok,
-                unit="J",
-            )
+        # The window figures (energy, power, duration, rails): as the energy fixture's.
+        out.update(window_metrics(self.windows, trusted=ok))
         return out
 
     def value(self, name: str) -> float | None:
@@ -377,24 +321,21 @@ class BenchResult:
             "simulated": self.simulated,
         }
 
-    def extra_info(self) -> dict[str, Any]:
-        """Flat energy figures for pytest-benchmark's ``benchmark.extra_info``."""
-        v = self.value
+    def shape(self) -> dict[str, int]:
+        """Work per call and per repeat, and the number of repeats."""
         return {
-            "energy_per_item_j": v("energy_per_item"),
-            "energy_per_item_net_j": v("energy_per_item_net"),
-            "energy_j": v("energy_j"),
-            "power_mean_w": v("power_mean"),
-            "power_peak_w": v("power_peak"),
-            "edp_js": v("edp"),
-            "throughput_items_s": v("throughput"),
-            "latency_p90_s": v("latency_p90"),
+            "items_per_call": self.items_per_call,
             "items_per_repeat": self.items_per_repeat,
             "repeats": len(self.repeats),
-            "energy_valid": self.valid,
-            "energy_invalid_reason": self.invalid_reason,
-            "energy_simulated": self.simulated,
         }
+
+    def extra_info(self) -> dict[str, Any]:
+        """This run alone as pytest-benchmark's ``extra_info``: flat figures with units in
+        the names (:func:`.pytest_benchmark_bridge.flat_figures`) and :meth:`shape`."""
+        from .pytest_benchmark_bridge import flat_figures
+
+        figures = flat_figures(self.metrics(), self.validity(), simulated=self.simulated)
+        return {**figures, **self.shape()}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -439,14 +380,8 @@ class PhaseResult:
         return _finite(self.window.net_energy_j)
 
     def metrics(self) -> dict[str, Metric]:
-        ok = self.valid
-        w = self.window
         return {
-            "energy_j": _metric("energy_j", [self.energy_j], trusted=ok),
-            "energy_net_j": _metric("energy_net_j", [self.net_energy_j], trusted=ok),
-            "duration_s": _metric("duration_s", [self.duration_s], unit="s"),
-            "power_mean": _metric("power_mean", [w.total.mean_w], trusted=ok),
-            "power_peak": _metric("power_peak", [w.total.peak_w if ok else None], trusted=ok),
+            **window_metrics([self.window]),
             "memory_peak": _metric("memory_peak", [self.memory_peak_bytes]),
         }
 
@@ -487,6 +422,22 @@ def _unique(label: str, taken: set[str]) -> str:
     return name
 
 
+def metric_prefixes(
+    results: Sequence[BenchResult], phases: Sequence[PhaseResult] = ()
+) -> tuple[list[str], list[str]]:
+    """The metric-name prefix of each run and each phase (see :func:`merge_report`)."""
+    taken: set[str] = set()
+    plain_done = False
+    runs: list[str] = []
+    for r in results:
+        if r.label == "steady" and not plain_done:
+            plain_done = True
+            runs.append("")
+        else:
+            runs.append(f"{_unique(r.label, taken)}.")
+    return runs, [f"{_unique(p.label, taken)}." for p in phases]
+
+
 def merge_report(
     results: Sequence[BenchResult],
     phases: Sequence[PhaseResult] = (),
@@ -499,18 +450,11 @@ def merge_report(
     a repeated label gets ``#2``...). Validity covers every window of every run and phase.
     """
     metrics: dict[str, Metric] = {}
-    taken: set[str] = set()
-    plain_done = False
-    for r in results:
-        if r.label == "steady" and not plain_done:
-            plain_done = True
-            metrics.update(r.metrics())
-            continue
-        prefix = _unique(r.label, taken)
-        metrics.update({f"{prefix}.{k}": m for k, m in r.metrics().items()})
-    for p in phases:
-        prefix = _unique(p.label, taken)
-        metrics.update({f"{prefix}.{k}": m for k, m in p.metrics().items()})
+    run_prefixes, phase_prefixes = metric_prefixes(results, phases)
+    for prefix, r in zip(run_prefixes, results, strict=True):
+        metrics.update({prefix + k: m for k, m in r.metrics().items()})
+    for prefix, p in zip(phase_prefixes, phases, strict=True):
+        metrics.update({prefix + k: m for k, m in p.metrics().items()})
     # The steady-state runs decide validity; a phase (a single, often short, load window)
     # that is too short only loses its own figures (null) and is named in the reason.
     run_windows = [w for r in results for w in r.windows]

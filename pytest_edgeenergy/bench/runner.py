@@ -7,6 +7,10 @@ meter needs for its minimum duration and sample count), every repeat gets more c
 same number for all, and the items actually done are recorded. Inside windows the garbage
 collector is off (restored afterwards, also on error); on ``cuda`` devices CUDA is
 synchronised at the window edges and after each call, so per-call latency is real.
+
+When the test also uses pytest-benchmark's ``benchmark`` and has not used it yet, the first
+run's repeats are the rounds of ``benchmark.pedantic`` (:mod:`.repeats`); the energy figures
+go into ``benchmark.extra_info`` after every run and phase (:mod:`.pytest_benchmark_bridge`).
 """
 
 from __future__ import annotations
@@ -14,21 +18,23 @@ from __future__ import annotations
 import gc
 import math
 import time
-from array import array
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from .memory import (
-    FitVerdict,
-    MemInfoError,
-    ProcessPeak,
-    board_memory_used_bytes,
-    check_fits,
-)
+from . import pytest_benchmark_bridge as bridge
+from .memory import FitVerdict, MemInfoError, ProcessPeak, check_fits
 from .options import BenchSettings
-from .result import BenchReport, BenchResult, PhaseResult, RepeatResult, merge_report
+from .repeats import Repeats
+from .result import (
+    BenchReport,
+    BenchResult,
+    PhaseResult,
+    RepeatResult,
+    merge_report,
+    metric_prefixes,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -51,8 +57,6 @@ CALIBRATION_MARGIN = 1.2
 MAX_CALLS_PER_REPEAT = 2_000_000
 """Bounds the latency array (16 MB); a sub-microsecond call capped here may give a window
 too short for the meter, which then says INVALID."""
-MAX_KEPT_LATENCIES = 100_000
-"""Per-call latencies kept after a repeat's summary is computed (memory on a 4 GB board)."""
 PROGRESS_AFTER_S = 10.0
 """Without ``-v``, progress lines start once a run has taken this long."""
 RESIDENCY_INTERVAL_S = 0.1
@@ -243,17 +247,27 @@ class EdgeBench:
         if self._session.board is not None:
             residency = ResidencySampler(self._session.board, interval_s=RESIDENCY_INTERVAL_S)
             residency.start()
-        reps: list[RepeatResult] = []
         started = time.perf_counter()
+        loop = Repeats(
+            self._session,
+            self.nodeid,
+            fn,
+            calls=calls,
+            items_per_call=items_per_call,
+            n=n_repeats,
+            label=label,
+            torch=_torch() if cuda else None,
+            root=root,
+            peak=self._peak,
+            setup=setup,
+            on_repeat=lambda rep: self._emit(self._progress_line(label, rep, n_repeats), started),
+        )
+        benchmark = self._benchmark
         try:
-            for i in range(n_repeats):
-                if setup is not None:
-                    setup()
-                rep = self._repeat(
-                    fn, calls, items_per_call, f"{label} {i + 1}/{n_repeats}", i, cuda, root
-                )
-                reps.append(rep)
-                self._emit(self._progress_line(label, rep, n_repeats), started)
+            if benchmark is not None and bridge.unused(benchmark):
+                reps = loop.run_with(benchmark)
+            else:
+                reps = loop.run()
         finally:
             res = residency.stop() if residency is not None else {}
         result = BenchResult(
@@ -273,7 +287,7 @@ class EdgeBench:
             simulated=self._session.simulated,
         )
         self._results.append(result)
-        self._fill_extra_info(result)
+        self._fill_extra_info()
         return result
 
     def _warmup(self, fn: Callable[[], object], n: int, cuda: bool) -> list[float]:
@@ -287,69 +301,6 @@ class EdgeBench:
             times.append(perf() - t0)
         return times
 
-    def _repeat(
-        self,
-        fn: Callable[[], object],
-        calls: int,
-        items_per_call: int,
-        window_label: str,
-        index: int,
-        cuda: bool,
-        root: Path | None,
-    ) -> RepeatResult:
-        torch = _torch() if cuda else None
-        peak = self._peak
-        reset = peak.reset()
-        rss_before = peak.rss_bytes()
-        if torch is not None:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-        lat = array("d")
-        append = lat.append
-        perf = time.perf_counter
-        gc_was_enabled = gc.isenabled()
-        gc.collect()  # collect the previous repeat's garbage outside the window
-        gc.disable()
-        try:
-            with self._session.window(self.nodeid, window_label) as w:
-                if torch is None:
-                    for _ in range(calls):
-                        t0 = perf()
-                        fn()
-                        append(perf() - t0)
-                else:
-                    sync = torch.cuda.synchronize
-                    for _ in range(calls):
-                        t0 = perf()
-                        fn()
-                        sync()
-                        append(perf() - t0)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
-        if reset:
-            mem_peak = peak.peak_bytes()
-        else:
-            rss_after = peak.rss_bytes()
-            mem_peak = (
-                max(rss_after - rss_before, 0)
-                if rss_after is not None and rss_before is not None
-                else None
-            )
-        rep = RepeatResult(
-            index=index,
-            calls=calls,
-            items=calls * items_per_call,
-            window=w.result,
-            latencies_s=lat,
-            memory_peak_bytes=mem_peak,
-            board_memory_used_bytes=board_memory_used_bytes(root) if root is not None else None,
-            cuda_peak_bytes=int(torch.cuda.max_memory_allocated()) if torch is not None else None,
-        )
-        if rep.latency is not None and len(lat) > MAX_KEPT_LATENCIES:
-            rep.latencies_s = ()  # the summary is computed; the raw values would cost memory
-        return rep
-
     def _progress_line(self, label: str, rep: RepeatResult, n: int) -> str:
         e = rep.energy_per_item_j
         tp = rep.throughput
@@ -361,13 +312,18 @@ class EdgeBench:
             f"in {rep.duration_s:.3f} s, {energy}, {rate}, {state}"
         )
 
-    def _fill_extra_info(self, result: BenchResult) -> None:
-        extra = getattr(self._benchmark, "extra_info", None)
-        if not isinstance(extra, dict):
+    def _fill_extra_info(self) -> None:
+        """The test's figures so far, and each run's shape, into ``benchmark.extra_info``."""
+        if self._benchmark is None:
             return
-        prefix = "" if result.label == "steady" else f"{result.label}."
-        for key, value in result.extra_info().items():
-            extra[prefix + key] = value
+        report = self.report()
+        info = bridge.flat_figures(
+            report["metrics"], report["validity"], simulated=self._session.simulated
+        )
+        runs, _ = metric_prefixes(self._results, self._phases)
+        for prefix, r in zip(runs, self._results, strict=True):
+            info.update({prefix + key: value for key, value in r.shape().items()})
+        bridge.fill(self._benchmark, info)
 
     def phase(
         self, label: str, fn: Callable[[], T], *, device: str = "cpu"
@@ -404,10 +360,7 @@ class EdgeBench:
             device=device,
         )
         self._phases.append(result)
-        extra = getattr(self._benchmark, "extra_info", None)
-        if isinstance(extra, dict):
-            extra[f"{label}.energy_j"] = result.energy_j
-            extra[f"{label}.energy_valid"] = result.valid
+        self._fill_extra_info()
         return value, result
 
     # ---- memory pre-flight -----------------------------------------------------------
