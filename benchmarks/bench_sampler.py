@@ -9,6 +9,8 @@
 * Accuracy: measured energy vs the virtual board's ground-truth counter for 0.1 s, 1 s and
   10 s windows at 10 ms and 100 ms sampling while a CPU workload runs.
 * Rate the 100 Hz sampler achieves while the main thread computes (GIL released or held).
+* Window-end latency: time from the workload's last instruction to ``end()`` returning, at
+  10 ms and 100 ms sampling, beside the cost of one edge reading of all rails.
 
 Run: ``make bench`` (or ``pytest benchmarks/bench_sampler.py --benchmark-only``).
 """
@@ -251,3 +253,50 @@ def test_accuracy_vs_ground_truth(  # type: ignore[no-untyped-def]
         f"\nwindow {window_s} s @ {interval_ms} ms: measured {measured:.4f} J, "
         f"true {true_j:.4f} J, error {err:.3f} %{'' if valid else ' (INVALID window)'}"
     )
+
+
+@pytest.mark.parametrize("interval_ms", [10, 100])
+def test_window_end_latency(benchmark, tmp_path: Path, interval_ms: int) -> None:  # type: ignore[no-untyped-def]
+    """Time from the workload's last instruction to ``end()`` returning (Orin Nano tree,
+    3 rails), over 25 windows of 0.30-0.40 s (random, so the end falls anywhere in the
+    sampling period), beside the median cost of one synchronous reading of every rail.
+    Target: median <= 1 ms + one read, whatever the interval."""
+    root = create("orin-nano", tmp_path / "board")
+    benchmark.group = "window-end latency (orin-nano tree)"
+    rng = random.Random(interval_ms)
+    latencies: list[float] = []
+    with Meter(InaSource(discover_rails(root)), interval_s=interval_ms / 1000) as meter:
+        read_edge = getattr(meter.sampler, "read_edge", None)  # absent before edge readings
+        one_read_s = None
+        if read_edge is not None:
+            costs = []
+            for _ in range(200):
+                t = time.perf_counter()
+                read_edge()
+                costs.append(time.perf_counter() - t)
+            one_read_s = statistics.median(costs)
+
+        def run() -> None:
+            for _ in range(25):
+                w = meter.begin("latency")
+                time.sleep(rng.uniform(0.30, 0.40))
+                t_last = time.perf_counter()  # the workload's last instruction
+                r = w.end()
+                latencies.append(time.perf_counter() - t_last)
+                assert r.valid, r.invalid_reason
+
+        benchmark.pedantic(run, rounds=1, iterations=1)
+    ms = sorted(x * 1e3 for x in latencies)
+    med, p90 = statistics.median(ms), ms[int(0.9 * (len(ms) - 1))]
+    benchmark.extra_info.update(
+        {"end_latency_ms_median": med, "end_latency_ms_p90": p90, "end_latency_ms_max": ms[-1]}
+    )
+    line = (
+        f"\nwindow end @ {interval_ms} ms: median {med:.3f} ms, p90 {p90:.3f} ms, "
+        f"max {ms[-1]:.3f} ms"
+    )
+    if one_read_s is not None:
+        benchmark.extra_info["one_read_ms"] = one_read_s * 1e3
+        line += f"; one read of all rails {one_read_s * 1e3:.3f} ms"
+        line += f" (target: median <= {1.0 + one_read_s * 1e3:.3f} ms)"
+    print(line)

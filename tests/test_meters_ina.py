@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import math
 import os
 from pathlib import Path
 
@@ -12,7 +13,14 @@ from hypothesis import strategies as st
 
 from pytest_edgeenergy.board.types import Rail, RailMap
 from pytest_edgeenergy.meters.ina import InaSource, naive_read_w, parse_int
-from pytest_edgeenergy.meters.source import PowerSource, PreadSource, ReadError, SourceUnavailable
+from pytest_edgeenergy.meters.source import (
+    FailedFile,
+    PartialReading,
+    PowerSource,
+    PreadSource,
+    ReadError,
+    SourceUnavailable,
+)
 
 HWMON = "sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon1"
 IIO = "sys/bus/i2c/drivers/ina3221x/6-0040/iio:device0"
@@ -209,9 +217,50 @@ def test_an_os_error_names_the_rail_whose_file_failed(tmp_path: Path, failing_ra
             raise OSError(errno.EIO, os.strerror(errno.EIO))
         return os.pread(fd, n, offset)
 
-    with InaSource(rails, pread=pread) as src, pytest.raises(ReadError) as info:
+    with InaSource(rails, pread=pread) as src, pytest.raises(PartialReading) as info:
         src.read()
     assert (info.value.channel, info.value.reason) == (failing_rail, "EIO")
+    # Only that rail failed: the other files were read one by one.
+    assert info.value.failures == [(failing_rail, "EIO")]
+    expected = {"VIN": 5.5, "VDD_CPU_GPU_CV": 10.0, "POM_5V_GPU": 1.234}
+    for name, value in zip(src.channels, info.value.values, strict=True):
+        if name == failing_rail:
+            assert math.isnan(value)
+        else:
+            assert value == pytest.approx(expected[name]), name
+
+
+@pytest.mark.parametrize(
+    ("bad_rail", "text", "reason"),
+    [
+        ("VIN", "garbage\n", "garbage"),
+        ("VDD_CPU_GPU_CV", "garbage\n", "garbage"),
+        ("POM_5V_GPU", "garbage\n", "garbage"),
+        ("POM_5V_GPU", "", "empty"),
+        ("VDD_CPU_GPU_CV", "-2000\n", "negative"),
+        ("VIN", "9999999999999\n", "out_of_range"),
+    ],
+)
+def test_a_bad_text_fails_its_rail_alone(
+    tmp_path: Path, bad_rail: str, text: str, reason: str
+) -> None:
+    rails = RailMap(
+        (
+            ina238_rail(tmp_path, "5500000\n"),
+            hwmon_rail(tmp_path, "VDD_CPU_GPU_CV", 2, "5000\n", "2000\n"),
+            iio_rail(tmp_path, "POM_5V_GPU", 1, "1234\n"),
+        ),
+        total_rail="VIN",
+    )
+    write_in_place(next(r for r in rails.rails if r.name == bad_rail).files[-1], text)
+    with InaSource(rails) as src, pytest.raises(PartialReading) as info:
+        src.read()
+    assert info.value.failures == [(bad_rail, reason)]
+    assert not info.value.all_failed
+    good = {"VIN": 5.5, "VDD_CPU_GPU_CV": 10.0, "POM_5V_GPU": 1.234}
+    values = dict(zip(("VIN", "VDD_CPU_GPU_CV", "POM_5V_GPU"), info.value.values, strict=True))
+    assert math.isnan(values.pop(bad_rail))
+    assert values == pytest.approx({k: v for k, v in good.items() if k != bad_rail})
 
 
 def test_the_pread_plan_decodes_to_what_read_returns(tmp_path: Path) -> None:
@@ -228,9 +277,18 @@ def test_the_pread_plan_decodes_to_what_read_returns(tmp_path: Path) -> None:
         assert len(plan.fds) == 3
         raw = [plan.pread(fd, plan.size, 0) for fd in plan.fds]
         assert src.decode(raw) == src.read() == pytest.approx([10.0, 1.234])
-        with pytest.raises(ReadError) as info:
+        with pytest.raises(PartialReading) as info:
             src.decode([raw[0], b"", raw[2]])
         assert (info.value.channel, info.value.reason) == ("VDD_IN", "empty")
+        assert info.value.values[1] == pytest.approx(1.234)
+        with pytest.raises(PartialReading) as failed:
+            src.decode([raw[0], raw[1], FailedFile("EIO")])
+        assert failed.value.failures == [("POM_5V_GPU", "EIO")]
+        assert failed.value.values[0] == pytest.approx(10.0)
+        with pytest.raises(PartialReading) as both:
+            src.decode([FailedFile("EAGAIN"), raw[1], FailedFile("EIO")])
+        assert both.value.all_failed
+        assert both.value.failures == [("VDD_IN", "EAGAIN"), ("POM_5V_GPU", "EIO")]
 
 
 def test_a_replaced_file_is_reopened_onto_the_same_descriptor(tmp_path: Path) -> None:
@@ -243,13 +301,12 @@ def test_a_replaced_file_is_reopened_onto_the_same_descriptor(tmp_path: Path) ->
         tmp = voltage.with_name("new")
         tmp.write_text("12000\n")
         os.replace(tmp, voltage)
-        with pytest.raises(ReadError, match="vanished"):
-            src.maintain()
+        assert src.maintain() == (0,)  # the rail's first plan position: fail it once
         # A reader holding the old numbers (the sampler) now reads the new file.
         assert src.pread_plan().fds == fds
         assert _open_fds() == before
         assert src.decode([os.pread(fd, 64, 0) for fd in fds]) == pytest.approx([24.0])
-        src.maintain()  # nothing changed since: no error
+        assert src.maintain() == ()  # nothing changed since
 
 
 def test_removed_file_is_vanished_until_it_comes_back(tmp_path: Path) -> None:

@@ -130,9 +130,17 @@ def test_read_errors_are_counted_by_reason_and_sampling_continues(
     voltage.write_text("4000\n")
     n = sampler.count
     wait_until(lambda: sampler.count >= n + 5, "samples after recovery")
-    assert sampler.slice_index(0).values[1][-1] == pytest.approx(2.4)
+    data = sampler.slice_index(0)
+    assert data.values[1][-1] == pytest.approx(2.4)
+    # Only the broken rail failed: every reading kept VDD_IN, NaN marks VDD_CPU_GPU_CV.
+    assert all(v == pytest.approx(10.0) for v in data.values[0])
+    assert any(math.isnan(v) for v in data.values[1])
     c = sampler.counters()
-    assert c.attempts >= c.samples + c.error_count
+    assert c.attempts == c.samples + c.failed and c.failed == 0
+    assert c.channel_errors[0] == {}
+    assert set(c.channel_errors[1]) == {"empty", "garbage", "negative", "vanished"}
+    assert c.errors == c.channel_errors[1]
+    assert sampler.channel_errors() == {"VDD_CPU_GPU_CV": c.channel_errors[1]}
     assert sampler.running
 
 
@@ -181,7 +189,8 @@ def test_decode_errors_are_counted_when_decoded_not_lost(rails: RailMap) -> None
         write_in_place(voltage, "zz\n")
         wait_until(lambda: sampler.errors().get("garbage", 0) >= 3, "garbage readings")
         c = sampler.counters()
-        assert c.attempts == c.samples + c.error_count
+        assert c.attempts == c.samples + c.failed
+        assert c.channel_errors[1]["garbage"] == c.errors["garbage"] >= 3
         assert sampler.last_error is not None and "VDD_CPU_GPU_CV" in sampler.last_error
 
 

@@ -220,8 +220,10 @@ def test_cli_bad_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert tegrastats_energy_main([]) == 2
 
 
-def test_cli_invalid_log_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_unusable_log_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = write_log(tmp_path, [orin_nano_line(4000, stamp=None)])
-    assert tegrastats_energy_main([str(log), "--interval-ms", "100", "--json"]) == 1
-    data = json.loads(capsys.readouterr().out)
+    assert tegrastats_energy_main([str(log), "--interval-ms", "100", "--json"]) == 2
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)  # the result is still printed
     assert data["valid"] is False and data["total"]["energy_j"] is None
+    assert str(log) in captured.err and "fewer than 2 samples" in captured.err

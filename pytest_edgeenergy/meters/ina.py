@@ -4,21 +4,32 @@ Every file is opened once and re-read with ``pread(fd, 64, 0)``: sysfs regenerat
 attribute's text on each read at offset 0, so no reopen is needed, which makes a sample a
 few syscalls instead of an open/read/close per file (see :func:`naive_read_w`). A reading
 is :meth:`InaSource.decode` of those texts; the sampler does the preads itself and decodes
-in batches (:class:`~.source.PreadSource`).
+in batches (:class:`~.source.PreadSource`). A rail whose file fails or reads garbage fails
+alone: decode gives NaN for it and the other rails' watts (:class:`~.source.PartialReading`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import time
 from collections.abc import Iterable, Sequence
-from operator import length_hint
 from pathlib import Path
 
 from ..board.types import Rail, RailMap, TotalMethod
-from .source import PreadFn, PreadPlan, Quantity, ReadError, SourceUnavailable
+from .source import (
+    FailedFile,
+    PartialReading,
+    PreadFn,
+    PreadPlan,
+    Quantity,
+    ReadError,
+    SourceUnavailable,
+    mark_vanished,
+    pread_each,
+)
 
 READ_SIZE = 64
 NEGATIVE_LIMIT_W = -0.5
@@ -47,7 +58,13 @@ def parse_int(data: bytes) -> int | str:
         return "garbage"
 
 
-def _decode_int(ch: _Channel, data: bytes) -> int:
+def _decode_int(ch: _Channel, data: bytes | FailedFile) -> int:
+    try:
+        return int(data)  # type: ignore[arg-type]  # the common case, at C speed
+    except (TypeError, ValueError):
+        pass
+    if isinstance(data, FailedFile):
+        raise ReadError(ch.name, data.reason)
     value = parse_int(data)
     if isinstance(value, str):
         raise ReadError(ch.name, value)
@@ -254,56 +271,72 @@ class InaSource:
         ch = self._owners[index]
         return ReadError(ch.name, "vanished" if ch.vanished else _errno_reason(exc))
 
-    def maintain(self) -> None:
+    def maintain(self) -> tuple[int, ...]:
         """Reopen files removed or replaced since they were opened (a driver rebind).
 
-        Raises :class:`ReadError` ``vanished`` when one was: the values read since it
-        changed may be stale. A file still absent stays ``vanished`` until it is back.
+        Returns the plan positions of the rails found so: the reading in progress fails
+        them as ``vanished`` (the values read since a file changed may be stale). A file
+        still absent keeps its rail ``vanished`` until it is back.
         """
-        gone: list[str] = []
+        flagged: list[int] = []
         for ch in self._channels:
             if ch.vanished or ch.is_gone():
-                gone.append(ch.name)
+                flagged.append(ch.index_a)
                 try:
                     ch.reopen()
                 except OSError:
                     ch.vanished = True
-        if gone:
-            raise ReadError(gone[0], "vanished")
+        return tuple(flagged)
 
-    def decode(self, raw: Sequence[bytes]) -> list[float]:
-        """Power in W per rail from the texts of one reading. Raises :class:`ReadError`."""
+    def decode(self, raw: Sequence[bytes | FailedFile]) -> list[float]:
+        """Power in W per rail from the texts of one reading.
+
+        Raises :class:`PartialReading` (NaN for each failed rail) when a rail's text is
+        empty, garbage, negative or out of range, its file failed or it vanished.
+        """
         out: list[float] = []
+        failures: list[tuple[str, str]] | None = None
         for ch in self._channels:
-            if ch.vanished:
-                raise ReadError(ch.name, "vanished")
-            a = _decode_int(ch, raw[ch.index_a])
-            if a < 0:
-                raise ReadError(ch.name, "negative")
-            if ch.index_b < 0:
-                power_w = a * ch.scale
-            else:
-                power_w = a * _decode_int(ch, raw[ch.index_b]) * 1e-6
-                if power_w < NEGATIVE_LIMIT_W:
+            try:
+                if ch.vanished:
+                    raise ReadError(ch.name, "vanished")
+                a = _decode_int(ch, raw[ch.index_a])
+                if a < 0:
                     raise ReadError(ch.name, "negative")
-            if power_w > MAX_PLAUSIBLE_W:
-                raise ReadError(ch.name, "out_of_range")
+                if ch.index_b < 0:
+                    power_w = a * ch.scale
+                else:
+                    power_w = a * _decode_int(ch, raw[ch.index_b]) * 1e-6
+                    if power_w < NEGATIVE_LIMIT_W:
+                        raise ReadError(ch.name, "negative")
+                if power_w > MAX_PLAUSIBLE_W:
+                    raise ReadError(ch.name, "out_of_range")
+            except ReadError as exc:
+                if failures is None:
+                    failures = []
+                failures.append((ch.name, exc.reason))
+                power_w = math.nan
             out.append(power_w)
+        if failures is not None:
+            raise PartialReading(out, failures)
         return out
 
     def read(self) -> list[float]:
-        """Power in W per rail, in :attr:`channels` order. Raises :class:`ReadError`."""
+        """Power in W per rail, in :attr:`channels` order. Raises :class:`ReadError`
+        (:class:`PartialReading` when only some rails failed)."""
         if self._closed:
             raise ReadError("ina", "closed")
+        flagged: tuple[int, ...] = ()
         if self._check_interval_s <= 0.0 or time.monotonic() >= self._next_check:
             self._next_check = time.monotonic() + self._check_interval_s
-            self.maintain()
-        fds = iter(self._fds)
+            flagged = self.maintain()
         try:
-            raw = tuple(map(self._pread, fds, self._sizes, self._offsets))
-        except OSError as exc:
-            raise self.read_failed(len(self._fds) - 1 - length_hint(fds), exc) from None
-        return self.decode(raw)
+            raw: tuple[bytes | FailedFile, ...] = tuple(
+                map(self._pread, self._fds, self._sizes, self._offsets)
+            )
+        except OSError:
+            raw = pread_each(self._fds, READ_SIZE, self._pread, self.read_failed)
+        return self.decode(mark_vanished(raw, flagged))
 
     def close(self) -> None:
         """Close every file; later reads raise ReadError ``closed``. Idempotent."""

@@ -8,7 +8,10 @@ Typical use::
             run_workload()
         print(w.result.total.energy_j, w.result.net_energy_j)
 
-Windows may overlap (each keeps its own start time and counter snapshot).
+Windows may overlap (each keeps its own start time and counter snapshot). Over a
+PreadSource (the INA rails) ``begin()`` and ``end()`` each take one synchronous reading of
+every rail, timestamped, as the window's edges: a window costs at most one read at each edge
+whatever the sampling interval, and never waits for the sampler.
 """
 
 from __future__ import annotations
@@ -18,18 +21,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .sampler import DEFAULT_RETAIN_S, Sampler
+from .compute import WindowContext, WindowRules, compute_result
+from .sampler import DEFAULT_RETAIN_S, EdgeReading, Sampler
 from .source import PowerSource
-from .window import (
-    IdleBaseline,
-    RailEnergy,
-    TotalEnergy,
-    Window,
-    WindowContext,
-    WindowResult,
-    WindowRules,
-    compute_result,
-)
+from .window import IdleBaseline, RailEnergy, TotalEnergy, Window, WindowResult
 
 __all__ = ["IdleBaseline", "Meter", "RailEnergy", "TotalEnergy", "Window", "WindowResult"]
 
@@ -178,10 +173,10 @@ class Meter:
         result = self.measure(seconds, label="idle")
         baseline = IdleBaseline(
             power_w=result.total.mean_w_estimate,
-            rails_w={
+            rails_w={  # a rail invalid on its own has no idle figure to subtract
                 name: r.mean_w_estimate
                 for name, r in result.rails.items()
-                if r.mean_w_estimate is not None
+                if r.mean_w_estimate is not None and name not in result.invalid_rails
             },
             samples=result.samples,
             valid=result.valid and result.total.mean_w_estimate is not None,
@@ -194,11 +189,17 @@ class Meter:
 
     # ---- windows ---------------------------------------------------------------------
     def begin(self, label: str = "window") -> Window:
-        """Open a window now (after at least one sample exists, so its start has data)."""
+        """Open a window now: its start is the edge reading's stamp, else the clock's
+        (after at least one sample exists, so its start has data)."""
         self.start()
         begin = self.sampler.counters()
-        t0 = time.monotonic()
-        return Window(self, label, t0, begin, begin.samples)
+        edge = self._read_edge()
+        t0 = edge.t if edge is not None else time.monotonic()
+        return Window(self, label, t0, begin, begin.samples, edge)
+
+    def _read_edge(self) -> EdgeReading | None:
+        # After close() the descriptors may be reused by other files: never read them.
+        return None if self._closed else self.sampler.read_edge()
 
     @contextmanager
     def window(self, label: str = "window") -> Iterator[Window]:
@@ -218,9 +219,14 @@ class Meter:
         return w.end()
 
     def finish_window(self, window: Window) -> WindowResult:
-        """End ``window`` now: wait for a sample after its end, then compute its result."""
-        t1 = time.monotonic()
-        self.sampler.wait_for_sample_after(t1, self._edge_wait_s())
+        """End ``window`` now with an edge reading, or else by waiting for a sample after its
+        end; then compute its result."""
+        edge = self._read_edge()
+        if edge is not None:
+            t1 = edge.t
+        else:
+            t1 = time.monotonic()
+            self.sampler.wait_for_sample_after(t1, self._edge_wait_s())
         end = self.sampler.counters()
         data = self.sampler.slice_between(window.start_s, t1, pad=1)
         # The sample just before the start (index begin_index - 1) must still be retained.
@@ -236,4 +242,5 @@ class Meter:
             rules=self.rules,
             idle=self._idle,
             evicted=evicted,
+            edges=(window.begin_edge, edge),
         )

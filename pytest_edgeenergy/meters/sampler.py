@@ -20,6 +20,13 @@ parsing runs in a warm batch instead of after every cold wake-up. Readers decode
 pending before they look, so they always see every reading taken. Other sources are
 decoded at once (a source may reuse the sequence it returns).
 
+Failures are per channel: a reading in which some channels failed is stored with NaN for
+them (:class:`~.source.PartialReading`) and counted in that channel's errors; a reading
+that failed as a whole (no channel read) is not stored and counts for every channel.
+
+Edge readings (:meth:`Sampler.read_edge`): a reader may take one synchronous reading of a
+PreadSource (one pread per file, timestamped) outside the stream, for a window's edges.
+
 Thread safety: appending to the pending list is one atomic list operation; decoding and
 readers' copies run under one lock.
 """
@@ -33,10 +40,17 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import length_hint
 from typing import Any
 
-from .source import PowerSource, PreadSource, ReadError
+from .source import (
+    FailedFile,
+    PartialReading,
+    PowerSource,
+    PreadSource,
+    ReadError,
+    mark_vanished,
+    pread_each,
+)
 
 DEFAULT_RETAIN_S = 7200.0
 DEFAULT_MAX_SAMPLES = 720_000
@@ -66,14 +80,34 @@ class Counters:
     """Cumulative sampler counters at one instant; windows subtract two of these."""
 
     attempts: int
+    """Readings attempted: ``samples + failed``."""
     samples: int
+    """Readings stored (at least one channel read)."""
     errors: dict[str, int] = field(default_factory=dict)
+    """Readings with a failed read, by reason (a reading counts once per reason)."""
     cpu_s: float = 0.0
     missed_slots: int = 0
+    channel_errors: tuple[dict[str, int], ...] = ()
+    """Per channel (in channel order): its failed reads by reason; a reading that failed as
+    a whole counts for every channel."""
+    failed: int = 0
+    """Readings that failed as a whole (not stored)."""
 
     @property
     def error_count(self) -> int:
         return sum(self.errors.values())
+
+
+@dataclass(frozen=True)
+class EdgeReading:
+    """One synchronous reading of every channel, taken at a window's edge."""
+
+    t: float
+    """``time.monotonic()`` right after the read returned, s."""
+    values: tuple[float, ...]
+    """Per channel; NaN where it failed."""
+    failures: tuple[tuple[str, str], ...] = ()
+    """``(channel, reason)`` of each failed channel."""
 
 
 class _TimeView:
@@ -152,6 +186,9 @@ class Sampler:
         self._count = 0
         self._attempts = 0
         self._errors: dict[str, int] = {}
+        self._channel_errors: list[dict[str, int]] = [{} for _ in self._channels]
+        self._channel_pos = {name: c for c, name in enumerate(self._channels)}
+        self._failed = 0
         self._missed = 0
         self._last_t = -math.inf
         self._cpu_s = 0.0
@@ -159,12 +196,14 @@ class Sampler:
         self.last_error: str | None = None
         """Text of the most recent failed read, for diagnostics."""
 
-        self._pending: list[tuple[float, Sequence[bytes] | Sequence[float]]] = []
+        self._pending: list[tuple[float, Sequence[bytes | FailedFile] | Sequence[float]]] = []
         if decode_batch is None:
             decode_batch = min(MAX_PENDING, max(1, round(FLUSH_PERIOD_S / self.interval_s)))
         if decode_batch < 1:
             raise ValueError(f"decode_batch must be >= 1, got {decode_batch!r}")
-        self._flush_every = int(decode_batch) if isinstance(source, PreadSource) else 1
+        # isinstance on a runtime Protocol costs tens of µs: decided once, here.
+        self._psrc = source if isinstance(source, PreadSource) else None
+        self._flush_every = int(decode_batch) if self._psrc is not None else 1
         self._decode: Callable[[Any], Sequence[float]] | None = None
         self._waiting = 0
 
@@ -242,9 +281,27 @@ class Sampler:
         self._last_t = t
 
     def _count_error_locked(self, reason: str, text: str) -> None:
+        """A reading that failed as a whole: nothing stored, every channel failed."""
         self._errors[reason] = self._errors.get(reason, 0) + 1
+        for errors in self._channel_errors:
+            errors[reason] = errors.get(reason, 0) + 1
         self._attempts += 1
+        self._failed += 1
         self.last_error = text
+
+    def _store_partial_locked(self, t: float, exc: PartialReading) -> None:
+        """A reading whose failed channels are NaN: count them, keep the others."""
+        for name, reason in exc.failures:
+            errors = self._channel_errors[self._channel_pos[name]]
+            errors[reason] = errors.get(reason, 0) + 1
+        for reason in {reason for _, reason in exc.failures}:
+            self._errors[reason] = self._errors.get(reason, 0) + 1
+        self.last_error = str(exc)
+        if exc.all_failed:
+            self._attempts += 1
+            self._failed += 1
+        else:
+            self._store_locked(t, exc.values)
 
     def _count_error(self, reason: str, text: str) -> None:
         with self._lock:
@@ -270,6 +327,8 @@ class Sampler:
         for t, raw in batch:
             try:
                 vals = decode(raw)
+            except PartialReading as exc:
+                self._store_partial_locked(t, exc)
             except ReadError as exc:
                 self._count_error_locked(exc.reason, str(exc))
             except Exception as exc:  # a broken source must not kill the sampler silently
@@ -282,30 +341,29 @@ class Sampler:
         with self._cond:
             self._flush_locked()
 
-    def _maintain(self, src: PreadSource) -> bool:
-        """Decode what is pending, then the source's upkeep; False when it drops a slot."""
+    def _maintain(self, src: PreadSource) -> tuple[int, ...] | None:
+        """Decode what is pending, then the source's upkeep: the plan positions to fail as
+        ``vanished`` in this slot's reading, or None when upkeep broke (slot dropped)."""
         with self._cond:
             self._flush_locked()  # before upkeep changes how readings decode
             try:
-                src.maintain()
+                return src.maintain()
             except ReadError as exc:
                 self._count_error_locked(exc.reason, str(exc))
-                return False
             except Exception as exc:
                 self._count_error_locked(f"unexpected:{type(exc).__name__}", repr(exc))
-                return False
-        return True
+        return None
 
     def _run(self) -> None:
         src = self._source
-        psrc = src if isinstance(src, PreadSource) else None
+        psrc = self._psrc
         read = src.read
         if psrc is not None:
             plan = psrc.pread_plan()
             fds, pread = plan.fds, plan.pread
             sizes, offsets = (plan.size,) * len(fds), (0,) * len(fds)
             maintain_every = plan.maintain_interval_s
-            last_index = len(fds) - 1
+            failed = psrc.read_failed
             self._decode = psrc.decode
         else:
             self._decode = self._decode_generic
@@ -324,21 +382,22 @@ class Sampler:
         t_start = due = next_maintain = monotonic()
         k = 0
         while not self._stopping:
-            raw: Sequence[bytes] | Sequence[float] | None = None
+            raw: Sequence[bytes | FailedFile] | Sequence[float] | None = None
             try:
                 if psrc is None:
                     raw = read()
                 else:
-                    upkept = True
+                    flagged: tuple[int, ...] | None = ()
                     if due >= next_maintain:
                         next_maintain = due + maintain_every
-                        upkept = self._maintain(psrc)  # False: this slot is dropped
-                    if upkept:
-                        it = iter(fds)
+                        flagged = self._maintain(psrc)  # None: this slot is dropped
+                    if flagged is not None:
                         try:
-                            raw = tuple(map(pread, it, sizes, offsets))
-                        except OSError as exc:
-                            raise psrc.read_failed(last_index - length_hint(it), exc) from None
+                            raw = tuple(map(pread, fds, sizes, offsets))
+                        except OSError:  # read file by file: only the failed ones fail
+                            raw = pread_each(fds, plan.size, pread, failed)
+                        if flagged:
+                            raw = mark_vanished(raw, flagged)
             except ReadError as exc:
                 self._count_error(exc.reason, str(exc))
             except Exception as exc:  # a broken source must not kill the sampler silently
@@ -415,7 +474,46 @@ class Sampler:
                 errors=dict(self._errors),
                 cpu_s=self._cpu_now(),
                 missed_slots=self._missed,
+                channel_errors=tuple(dict(e) for e in self._channel_errors),
+                failed=self._failed,
             )
+
+    def read_edge(self) -> EdgeReading | None:
+        """One reading of every channel now, in the caller's thread, outside the stream:
+        a window's edge. None unless the source is a PreadSource (another source's
+        ``read`` may block or keep state the thread owns). The source must be open."""
+        src = self._psrc
+        if src is None:
+            return None
+        plan = src.pread_plan()
+        fds = plan.fds
+        try:
+            raw: tuple[bytes | FailedFile, ...] = tuple(
+                map(plan.pread, fds, (plan.size,) * len(fds), (0,) * len(fds))
+            )
+        except OSError:
+            raw = pread_each(fds, plan.size, plan.pread, src.read_failed)
+        t = time.monotonic()
+        try:
+            return EdgeReading(t, tuple(src.decode(raw)))
+        except PartialReading as exc:
+            return EdgeReading(t, tuple(exc.values), tuple(exc.failures))
+        except ReadError as exc:
+            reason = exc.reason
+        except Exception as exc:  # as in the thread: counted, never raised into the test
+            reason = f"unexpected:{type(exc).__name__}"
+        n = len(self._channels)
+        return EdgeReading(t, (math.nan,) * n, tuple((name, reason) for name in self._channels))
+
+    def channel_errors(self) -> dict[str, dict[str, int]]:
+        """Failed reads so far per channel, by reason (channels without any left out)."""
+        with self._lock:
+            self._flush_locked()
+            return {
+                name: dict(errors)
+                for name, errors in zip(self._channels, self._channel_errors, strict=True)
+                if errors
+            }
 
     def errors(self) -> dict[str, int]:
         """Failed reads so far, by reason."""

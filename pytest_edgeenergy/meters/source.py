@@ -18,14 +18,17 @@ channel. Without it the total is the sum of all channels.
 
 A source whose reading is one ``pread`` of each of a fixed set of open files (the INA rails)
 may also implement :class:`PreadSource`: the sampler then reads the files itself, with no
-Python call per file, and decodes the texts in batches off the sampling slot.
+Python call per file, and decodes the texts in batches off the sampling slot. Its channels
+fail one by one: a reading whose file of one rail failed still gives the other rails
+(:class:`PartialReading`), and the meter also reads it synchronously at window edges.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 from ..board.types import TotalMethod
 
@@ -42,6 +45,32 @@ class ReadError(Exception):
         super().__init__(f"{channel}: {reason}")
         self.channel = channel
         self.reason = reason
+
+
+class PartialReading(ReadError):
+    """Some channels of a reading failed; the others are good.
+
+    ``values`` has one entry per channel, NaN for each failed one; ``failures`` lists
+    ``(channel, reason)`` in channel order. The sampler keeps the good values and counts
+    the failures per channel; as a :class:`ReadError` it names the first failed channel.
+    """
+
+    def __init__(self, values: list[float], failures: list[tuple[str, str]]) -> None:
+        super().__init__(failures[0][0], failures[0][1])
+        self.args = (", ".join(f"{ch}: {reason}" for ch, reason in failures),)
+        self.values = values
+        self.failures = failures
+
+    @property
+    def all_failed(self) -> bool:
+        return all(math.isnan(v) for v in self.values)
+
+
+class FailedFile(NamedTuple):
+    """Stands in a reading's texts for a file whose pread failed (``reason``: errno name,
+    ``vanished``, ``closed``); :meth:`PreadSource.decode` fails that file's channel only."""
+
+    reason: str
 
 
 class SourceUnavailable(OSError):
@@ -108,12 +137,42 @@ class PreadSource(PowerSource, Protocol):
 
     def pread_plan(self) -> PreadPlan: ...
 
-    def decode(self, raw: Sequence[bytes]) -> list[float]:
-        """Values per channel from the texts read by the plan. Raises :class:`ReadError`."""
+    def decode(self, raw: Sequence[bytes | FailedFile]) -> list[float]:
+        """Values per channel from the texts read by the plan (a :class:`FailedFile` where a
+        pread failed). Raises :class:`PartialReading` when some channels failed, and
+        :class:`ReadError` when the whole reading is unusable. Safe to call from any
+        thread."""
 
     def read_failed(self, index: int, exc: OSError) -> ReadError:
         """The error for an OS failure of the pread of ``plan.fds[index]``."""
 
-    def maintain(self) -> None:
-        """Periodic upkeep (reopen replaced files). Raises :class:`ReadError` when it
-        finds a file gone: the reading in progress is dropped."""
+    def maintain(self) -> tuple[int, ...]:
+        """Periodic upkeep (reopen replaced files); call from one thread only. Returns the
+        plan positions of the files to fail as ``vanished`` in the reading in progress
+        (a file found gone or replaced: the values read since it changed may be stale)."""
+
+
+def pread_each(
+    fds: Sequence[int], size: int, pread: PreadFn, failed: Callable[[int, OSError], ReadError]
+) -> tuple[bytes | FailedFile, ...]:
+    """One reading file by file: the slow path once a reading's single ``map`` of preads
+    raised. A file that fails again becomes a :class:`FailedFile`; the others are read."""
+    out: list[bytes | FailedFile] = []
+    for index, fd in enumerate(fds):
+        try:
+            out.append(pread(fd, size, 0))
+        except OSError as exc:
+            out.append(FailedFile(failed(index, exc).reason))
+    return tuple(out)
+
+
+VANISHED = FailedFile("vanished")
+
+
+def mark_vanished(
+    raw: tuple[bytes | FailedFile, ...], positions: Sequence[int]
+) -> tuple[bytes | FailedFile, ...]:
+    """``raw`` with the files at plan ``positions`` failed as ``vanished``."""
+    if not positions:
+        return raw
+    return tuple(VANISHED if k in positions else text for k, text in enumerate(raw))

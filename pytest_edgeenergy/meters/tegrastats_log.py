@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..board.types import TotalMethod
+from ..words import counted
 from .tegrastats_parse import parse_line, total_rail_of
 
 TimeSource = Literal["timestamps", "interval"]
@@ -207,12 +208,14 @@ def format_table(result: LogEnergy, source: str) -> str:
     lines = [f"tegrastats log: {source}"]
     if result.valid:
         lines.append(
-            f"{result.samples} samples over {result.seconds:.3f} s "
+            f"{counted(result.samples, 'sample')} over {result.seconds:.3f} s "
             f"(interval {_fmt(result.interval_ms, 0)} ms, from {result.time_source}), "
-            f"{result.read_errors} unusable lines"
+            f"{counted(result.read_errors, 'unusable line')}"
         )
     else:
-        lines.append(f"INVALID: {result.invalid_reason} ({result.read_errors} unusable lines)")
+        lines.append(
+            f"INVALID: {result.invalid_reason} ({counted(result.read_errors, 'unusable line')})"
+        )
     width = max([len("total"), *(len(n) for n in result.rails)])
     lines.append(f"{'rail':<{width}}  {'energy_j':>12}  {'mean_w':>9}")
     for name, e in result.rails.items():
@@ -244,7 +247,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def tegrastats_energy_main(argv: list[str]) -> int:
-    """``edgeenergy tegrastats-energy``: 0 valid, 1 invalid (too few samples), 2 bad input."""
+    """``edgeenergy tegrastats-energy``: 0 valid, 2 bad input (an unreadable or unusable log:
+    the result is still printed, the reason goes to stderr)."""
     prog = "edgeenergy tegrastats-energy"
     try:
         args = _parser().parse_args(argv)
@@ -271,4 +275,12 @@ def tegrastats_energy_main(argv: list[str]) -> int:
         print(json.dumps(result.to_json(), indent=2))
     else:
         print(format_table(result, str(path)))
-    return 0 if result.valid else 1
+    if result.valid:
+        return 0
+    print(
+        f"{prog}: {path}: not a usable tegrastats log: {result.invalid_reason}, "
+        f"{counted(result.read_errors, 'unusable line')}; expected "
+        "tegrastats output lines with rail fields such as 'VDD_IN 4654mW/4654mW'",
+        file=sys.stderr,
+    )
+    return 2
