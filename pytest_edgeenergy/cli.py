@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .extras import MissingExtra, missing_extra
 from .settings import SIM_MODELS, SOURCES
 
 
@@ -87,8 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head`: not an error of ours
         sys.stderr.close()
         return 0
-    except (CliError, OSError, ValueError) as e:
+    except (CliError, MissingExtra, OSError, ValueError) as e:
         print(f"edgeenergy: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:
+        missing = missing_extra(e)
+        if missing is None:
+            raise
+        print(f"edgeenergy: {missing}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -140,6 +147,8 @@ def _board(args: argparse.Namespace) -> int:
 
 
 def _board_text(data: dict[str, Any]) -> str:
+    from .knobs_text import knob_lines
+
     ident = data["identity"]
     lines = [
         f"model:   {ident.get('model') or 'unknown'}"
@@ -168,6 +177,7 @@ def _board_text(data: dict[str, Any]) -> str:
     current = data.get("current_power_mode")
     if current:
         lines.append(f"current power mode: {current['id']} {current['name']}")
+    lines.extend(knob_lines(data["knobs"]))
     return "\n".join(lines)
 
 
@@ -186,12 +196,14 @@ def _restore(args: argparse.Namespace) -> int:
 def _measure(args: argparse.Namespace) -> int:
     from .meters.factory import open_source
     from .meters.meter import Meter
+    from .sim.liveness import frozen_warning, truth_seq
 
     _need_root(args.root)
     if args.seconds <= 0:
         raise CliError(f"--seconds {args.seconds}: must be > 0")
     if args.interval_ms <= 0:
         raise CliError(f"--interval-ms {args.interval_ms}: must be > 0")
+    seq_before = truth_seq(args.root)
     source = open_source(args.source, args.root, interval_s=args.interval_ms / 1000.0)
     meter = Meter(source, interval_s=args.interval_ms / 1000.0)
     meter.start()
@@ -202,11 +214,15 @@ def _measure(args: argparse.Namespace) -> int:
     finally:
         meter.stop()
         source.close()
-    data = result.to_json()
+    frozen = frozen_warning(args.root, seq_before) if result.simulated else None
+    warnings = [frozen] if frozen else []
+    data = {**result.to_json(), "warnings": warnings}
     if args.json:
         print(json.dumps(data, indent=2))
     else:
         from .summary import window_text
 
         print(window_text(result))
+        for line in warnings:
+            print(f"edgeenergy: warning: {line}", file=sys.stderr)
     return 0

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import settings as settings_mod
+from .words import counted
 
 if TYPE_CHECKING:
     from .control.operating_point import OperatingPoint
@@ -98,8 +99,10 @@ def order_and_check(config: pytest.Config, es: EnergySession, items: list[pytest
     tr = config.pluginmanager.get_plugin("terminalreporter")
     if tr is not None and walk:
         tr.write_line(
-            f"edgeenergy: {len(ordered)} tests over {len(set(walk))} operating points, "
-            f"{count_changes(walk)} knob changes; order: {' -> '.join(p.id for p in walk)}"
+            f"edgeenergy: {counted(len(ordered), 'test')} over "
+            f"{counted(len(set(walk)), 'operating point')}, "
+            f"{counted(count_changes(walk), 'knob change')}; "
+            f"order: {' -> '.join(p.id for p in walk)}"
         )
     if es.control is None:
         return

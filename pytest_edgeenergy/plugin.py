@@ -6,8 +6,9 @@ imported only when a test measures energy or a board option is given.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 import pytest
@@ -57,14 +58,16 @@ def pytest_configure(config: pytest.Config) -> None:
         configure_bench(config)
     except settings_mod.SettingsError as e:
         raise pytest.UsageError(str(e)) from None
-    if gate.fail:
-        from .report.gate import GateExprError, parse_expr
+    from .gating import check_options
 
-        for expr in gate.fail:
-            try:
-                parse_expr(expr)
-            except (GateExprError, ValueError) as e:
-                raise pytest.UsageError(f"--edge-fail {expr!r}: {e}") from None
+    check_options(gate)
+    if gate.baseline is not None:
+        from .extras import MissingExtra, require
+
+        try:
+            require("scipy", "analysis", "the regression gate (--edge-baseline)")
+        except MissingExtra as e:
+            raise pytest.UsageError(str(e)) from None
     if s.requested and _xdist_workers(config):
         raise pytest.UsageError(
             "pytest-xdist runs tests in parallel, but whole-board energy cannot be shared "
@@ -73,6 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session import EnergySession
 
     es = EnergySession(s, control)
+    es.notify = lambda line: _say_now(config, line)
     es.gate = gate
     es.reports_dir = config.rootpath / "reports"
     es.report_settings = _report_settings(config)
@@ -86,6 +90,24 @@ def _report_settings(config: pytest.Config) -> dict[str, object]:
         for key, value in sorted(vars(config.option).items())
         if key.startswith("edge_") and value not in (None, False, [])
     }
+
+
+def _say_now(config: pytest.Config, line: str) -> None:
+    """Print a line the user sees at once, even while pytest captures output."""
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+        print(line, file=sys.stderr, flush=True)
+
+
+def _open_or_stop(es: EnergySession) -> None:
+    """Open the board; a board held by another session stops the run (usage error, exit 4)
+    rather than failing every test."""
+    from .control.errors import SessionBusy
+
+    try:
+        es.open()
+    except SessionBusy as e:
+        pytest.exit(f"edgeenergy: {e}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def _xdist_workers(config: pytest.Config) -> bool:
@@ -148,10 +170,15 @@ def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     """Drop tests of workloads not selected (``--workload``); order tests so the board
-    changes state as few times as possible; check privileges."""
+    changes state as few times as possible; check privileges and `edge_gate` markers."""
     from .bench.fixture import deselect
 
     deselect(config, items)
+    es = config.stash.get(SESSION_KEY, None)
+    if es is not None and es.gate is not None and es.gate.baseline is not None:
+        from .gating import check_markers
+
+        check_markers(items)
     if not any("operating_point" in getattr(i, "fixturenames", ()) for i in items):
         return
     from .pinning import order_and_check
@@ -176,11 +203,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     path = es.finish_report()
     if path is None:
         return
-    from .gating import run_gate
+    from .gating import exit_status, run_gate
 
-    failed = run_gate(es, path, tr)
-    if failed and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    session.exitstatus = exit_status(run_gate(es, path), session.exitstatus)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -201,11 +226,13 @@ def pytest_runtest_makereport(
     if report.when == "setup":
         callspec = getattr(item, "callspec", None)
         if callspec is not None:
+            # Every parameter is part of the result's key: a value JSON cannot hold is
+            # recorded by its position in the parametrize list, stable from run to run.
             rec.params.update(
                 {
-                    k: v
+                    k: v if isinstance(v, (str, int, float, bool)) else f"#{callspec.indices[k]}"
                     for k, v in callspec.params.items()
-                    if isinstance(v, (str, int, float, bool)) and k != "operating_point"
+                    if k != "operating_point" and v is not None
                 }
             )
         marker = item.get_closest_marker("edge_gate")
@@ -235,6 +262,9 @@ def pytest_runtest_makereport(
             rec.extra.update(br["extra"])
             if rec.status == "passed" and not br["valid"]:
                 rec.status, rec.reason = "invalid", br["reason"]
+        from .bench.pytest_benchmark_bridge import fill_at_teardown
+
+        fill_at_teardown(item, rec, simulated=es.simulated)
         es.finish_test(item.nodeid)
     return report
 
@@ -283,11 +313,14 @@ def energy(request: pytest.FixtureRequest) -> EnergyFixture:
     """Energy windows on the board (a Jetson, a board tree, or a virtual board)."""
     es = request.config.stash[SESSION_KEY]
     try:
-        es.open()
+        _open_or_stop(es)
     except (BoardSetupError, OSError, ValueError) as e:
         pytest.fail(f"edgeenergy: {e}", pytrace=False)
     es.record(request.node.nodeid)
     request.node.add_marker("edge_energy")
+    from .bench.pytest_benchmark_bridge import benchmark_fixture
+
+    benchmark_fixture(request)  # its extra_info gets the test's energy figures at teardown
     return EnergyFixture(es, request.node.nodeid)
 
 
@@ -303,7 +336,7 @@ def operating_point(request: pytest.FixtureRequest) -> Iterator[OperatingPoint]:
 
     es = request.config.stash[SESSION_KEY]
     try:
-        es.open()
+        _open_or_stop(es)
     except (BoardSetupError, OSError, ValueError) as e:
         pytest.fail(f"edgeenergy: {e}", pytrace=False)
     with pinned(es, request.node.nodeid, getattr(request, "param", None)) as point:
@@ -321,6 +354,7 @@ def edge_bench(request: pytest.FixtureRequest) -> EdgeBench:
 
     es = request.config.stash[SESSION_KEY]
     try:
+        _open_or_stop(es)
         return make_edge_bench(request, es)
     except (BoardSetupError, OSError, ValueError) as e:
         pytest.fail(f"edgeenergy: {e}", pytrace=False)

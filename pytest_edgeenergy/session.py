@@ -8,8 +8,9 @@ closed on every exit path by the plugin.
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from .settings import ControlSettings, GateSettings, Settings
 
 if TYPE_CHECKING:
     from .board.detect import Board
+    from .control.errors import SessionBusy
     from .control.operating_point import ApplyResult, OperatingPoint
     from .control.state import Session as ControlSession
     from .meters.meter import IdleBaseline, Meter, Window, WindowResult
@@ -73,6 +75,9 @@ class EnergySession:
         self.gate_overrides: dict[str, list[str]] = {}
         self.gate_lines: list[str] = []
         self.report_errors: list[str] = []
+        self.notify: Callable[[str], None] = _to_stderr
+        """Says a line to the user at once (the plugin routes it past pytest's capture)."""
+        self._busy: SessionBusy | None = None
 
     # -- set-up -------------------------------------------------------------------------
 
@@ -80,6 +85,8 @@ class EnergySession:
         """Set up the board, start the sampler and measure idle power. Idempotent."""
         if self._open:
             return
+        if self._busy is not None:  # waited once already: do not wait again for each test
+            raise self._busy
         try:
             self._open_board()
         except BaseException:
@@ -117,16 +124,37 @@ class EnergySession:
             self.idle = meter.measure_idle(seconds=s.idle_s)
         from .reporting import open_writer
 
-        self._writer = open_writer(self, self.reports_dir, self.report_settings)
+        # With --edge-report-overwrite an existing file is replaced at this run's first test.
+        self._writer = open_writer(
+            self, self.reports_dir, self.report_settings, overwrite=s.report_overwrite
+        )
         self.report_path = self._writer.path
 
     def _start_control(self, board: Board) -> None:
         """Lock the board's knobs and restore what a killed earlier session left changed."""
+        from .control.errors import SessionBusy
         from .control.state import Session as ControlSession
+        from .linewriter import LineWriter
 
         c = self.control_settings
-        ctl = ControlSession(board, dry_run=c.dry_run, force=c.force_mode, settle_s=c.settle_s)
-        ctl.start()
+        ctl = ControlSession(
+            board,
+            dry_run=c.dry_run,
+            force=c.force_mode,
+            settle_s=c.settle_s,
+            lock_timeout_s=c.lock_timeout_s,
+            on_lock_wait=lambda line: self.notify(f"edgeenergy: {line} (--edge-lock-timeout)"),
+            out=LineWriter(lambda line: self.notify(line)),  # dry-run writes seen without -s
+        )
+        try:
+            ctl.start()
+        except SessionBusy as e:
+            self._busy = SessionBusy(
+                f"{e}; change the wait with --edge-lock-timeout=SECONDS (env "
+                f"EDGEENERGY_LOCK_TIMEOUT, ini edge_lock_timeout; now {c.lock_timeout_s:g} s, "
+                "0 = refuse at once)"
+            )
+            raise self._busy from None
         self.control = ctl
         self._stack.callback(self.restore_board)
 
@@ -197,8 +225,12 @@ class EnergySession:
             self.report_errors.append(f"{nodeid}: not written to the report: {e}")
 
     def finish_report(self) -> Path | None:
-        """Mark the report finished; returns its path (None when nothing was measured)."""
+        """Mark the report finished; returns its path (None when no test was recorded: then
+        no report file was written)."""
         if self._writer is None:
+            return None
+        if self._writer.test_count == 0:
+            self.report_path = None
             return None
         try:
             self._writer.finish()
@@ -257,6 +289,10 @@ class OpenWindow:
             {"window": self.label, "shares": residency_to_json(shares)}
         )
         return self.result
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 RESIDENCY_INTERVAL_S = 0.05

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from .board.generations import MODEL_NAMES
+from .report.target import report_target_problem
 
 SIM_MODELS = MODEL_NAMES
 SOURCES = ("auto", "ina", "tegrastats", "jtop", "nvml", "rapl")
@@ -34,6 +35,8 @@ class Option:
     env: str
     help: str
     default: str | None
+    metavar: str = "VALUE"
+    """The value's placeholder in ``--help`` (unused by yes/no flags)."""
 
 
 OPTIONS: dict[str, Option] = {
@@ -44,6 +47,7 @@ OPTIONS: dict[str, Option] = {
         "board to measure: 'auto' (the machine's own sysfs under --edge-root) or "
         f"'sim:MODEL' for a virtual board, MODEL one of {', '.join(SIM_MODELS)}",
         None,
+        metavar="sim:MODEL",
     ),
     "root": Option(
         "--edge-root",
@@ -51,6 +55,7 @@ OPTIONS: dict[str, Option] = {
         "EDGEENERGY_ROOT",
         "directory holding the board's tree (/ on a Jetson; a virtual board's directory)",
         None,
+        metavar="DIR",
     ),
     "interval_ms": Option(
         "--edge-interval-ms",
@@ -58,6 +63,7 @@ OPTIONS: dict[str, Option] = {
         "EDGEENERGY_INTERVAL_MS",
         "sampling interval of the power sampler in ms (never faster than the sensor updates)",
         "10",
+        metavar="MS",
     ),
     "source": Option(
         "--edge-source",
@@ -65,12 +71,21 @@ OPTIONS: dict[str, Option] = {
         "EDGEENERGY_SOURCE",
         f"power source: {', '.join(SOURCES)}",
         "auto",
+        metavar="NAME",
     ),
     "report": Option(
         "--edge-report",
         "edge_report",
         "EDGEENERGY_REPORT",
         "JSON report path (default: reports/<device>-<time>.json when energy was measured)",
+        None,
+        metavar="PATH",
+    ),
+    "report_overwrite": Option(
+        "--edge-report-overwrite",
+        "edge_report_overwrite",
+        "EDGEENERGY_REPORT_OVERWRITE",
+        "allow --edge-report to replace an existing file (replaced at the first finished test)",
         None,
     ),
     "idle_s": Option(
@@ -79,15 +94,24 @@ OPTIONS: dict[str, Option] = {
         "EDGEENERGY_IDLE_S",
         "seconds of idle power measured at the session's operating point (0 = none)",
         "2",
+        metavar="SECONDS",
     ),
 }
+
+
+FLAG_OPTIONS = ("report_overwrite",)
+"""Keys of :data:`OPTIONS` that are yes/no flags (``1``/``0`` etc. in env and ini)."""
 
 
 def add_options(parser: pytest.Parser) -> None:
     """Register every option as a CLI flag and an ini key sharing one help text."""
     group = parser.getgroup("edgeenergy", "energy measurement on Jetson boards")
-    for opt in OPTIONS.values():
-        group.addoption(opt.flag, dest=f"edge_{opt.ini[5:]}", default=None, help=opt.help)
+    for key, opt in OPTIONS.items():
+        dest = f"edge_{opt.ini[5:]}"
+        if key in FLAG_OPTIONS:
+            group.addoption(opt.flag, dest=dest, action="store_true", default=None, help=opt.help)
+        else:
+            group.addoption(opt.flag, dest=dest, default=None, metavar=opt.metavar, help=opt.help)
         parser.addini(opt.ini, help=f"{opt.help} (env {opt.env})", default=None)
 
 
@@ -140,6 +164,8 @@ class Settings:
     idle_s: float
     requested: bool
     """True when any board option was given: then the board is set up at session start."""
+    report_overwrite: bool = False
+    """``report`` may replace an existing file."""
 
     @property
     def wants_board(self) -> bool:
@@ -187,6 +213,12 @@ def build(config: pytest.Config) -> Settings:
             f"{source.origin}: {source.text!r} is not a source; use one of {', '.join(SOURCES)}"
         )
     report_v = _raw(config, "report")
+    overwrite_v = _raw(config, "report_overwrite")
+    overwrite = yes_no(overwrite_v) if overwrite_v is not None else False
+    if report_v is not None:
+        problem = report_target_problem(Path(report_v.text), overwrite=overwrite)
+        if problem is not None:
+            raise SettingsError(f"{report_v.origin}: {report_v.text!r}: {problem}")
     idle = _raw(config, "idle_s")
     assert idle is not None
     return Settings(
@@ -197,6 +229,7 @@ def build(config: pytest.Config) -> Settings:
         report=Path(report_v.text) if report_v is not None else None,
         idle_s=_positive_float(idle, allow_zero=True),
         requested=board is not None or root is not None,
+        report_overwrite=overwrite,
     )
 
 
@@ -209,6 +242,7 @@ GRID_OPTIONS: dict[str, Option] = {
         "EDGEENERGY_POWER_MODE",
         "nvpmodel power mode(s) by name (any case) or ID, comma-separated",
         None,
+        metavar="MODES",
     ),
     "cpu_freq": Option(
         "--cpu-freq",
@@ -216,6 +250,7 @@ GRID_OPTIONS: dict[str, Option] = {
         "EDGEENERGY_CPU_FREQ",
         "CPU frequencies: values with Hz/kHz/MHz/GHz, or min, max, all, dvfs",
         None,
+        metavar="FREQS",
     ),
     "gpu_freq": Option(
         "--gpu-freq",
@@ -223,6 +258,7 @@ GRID_OPTIONS: dict[str, Option] = {
         "EDGEENERGY_GPU_FREQ",
         "GPU frequencies: values with Hz/kHz/MHz/GHz, or min, max, all, dvfs",
         None,
+        metavar="FREQS",
     ),
     "emc_freq": Option(
         "--emc-freq",
@@ -230,6 +266,7 @@ GRID_OPTIONS: dict[str, Option] = {
         "EDGEENERGY_EMC_FREQ",
         "memory (EMC) frequencies: values with units, or min, max, dvfs",
         None,
+        metavar="FREQS",
     ),
     "cpu_cores": Option(
         "--cpu-cores",
@@ -237,6 +274,7 @@ GRID_OPTIONS: dict[str, Option] = {
         "EDGEENERGY_CPU_CORES",
         "numbers of online CPU cores, or all",
         None,
+        metavar="N",
     ),
     "governor": Option(
         "--governor",
@@ -244,6 +282,7 @@ GRID_OPTIONS: dict[str, Option] = {
         "EDGEENERGY_GOVERNOR",
         "CPU frequency governor(s), e.g. schedutil, performance",
         None,
+        metavar="NAMES",
     ),
     "batch_size": Option(
         "--batch-size",
@@ -251,6 +290,7 @@ GRID_OPTIONS: dict[str, Option] = {
         "EDGEENERGY_BATCH_SIZE",
         "batch sizes for tests using the batch_size fixture, comma-separated (default 8)",
         None,
+        metavar="SIZES",
     ),
 }
 
@@ -275,8 +315,21 @@ CONTROL_OPTIONS: dict[str, Option] = {
         "EDGEENERGY_SETTLE_S",
         "seconds to wait after pinning an operating point (default 0.5 on a board, 0 virtual)",
         None,
+        metavar="SECONDS",
+    ),
+    "lock_timeout_s": Option(
+        "--edge-lock-timeout",
+        "edge_lock_timeout",
+        "EDGEENERGY_LOCK_TIMEOUT",
+        "seconds to wait for another session measuring or pinning the same board to end "
+        "(default 300; 0 = refuse at once)",
+        "300",
+        metavar="SECONDS",
     ),
 }
+
+VALUED_CONTROL_OPTIONS = ("settle_s", "lock_timeout_s")
+DEFAULT_LOCK_TIMEOUT_S = 300.0
 
 DEFAULT_BATCH_SIZES = (8,)
 
@@ -290,12 +343,15 @@ def add_grid_options(parser: pytest.Parser) -> None:
             dest=f"edge_grid_{key}",
             action="append",
             default=None,
+            metavar=opt.metavar,
             help=f"{opt.help} (env {opt.env}, ini {opt.ini})",
         )
         parser.addini(opt.ini, help=f"{opt.help} (env {opt.env})", default=None)
     for key, opt in CONTROL_OPTIONS.items():
-        if key == "settle_s":
-            group.addoption(opt.flag, dest=f"edge_ctl_{key}", default=None, help=opt.help)
+        if key in VALUED_CONTROL_OPTIONS:
+            group.addoption(
+                opt.flag, dest=f"edge_ctl_{key}", default=None, metavar=opt.metavar, help=opt.help
+            )
         else:
             group.addoption(
                 opt.flag, dest=f"edge_ctl_{key}", action="store_true", default=None, help=opt.help
@@ -344,12 +400,17 @@ class ControlSettings:
     dry_run: bool
     force_mode: bool
     settle_s: float | None
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+    """How long to wait for another session holding the board; 0: refuse at once."""
 
 
 def _flag(config: pytest.Config, key: str) -> bool:
     v = lookup(config, CONTROL_OPTIONS[key], f"edge_ctl_{key}")
-    if v is None:
-        return False
+    return yes_no(v) if v is not None else False
+
+
+def yes_no(v: Value) -> bool:
+    """A flag's value from the environment or ini file (the command line gives True)."""
     word = v.text.strip().lower()
     if word in ("1", "true", "yes", "on"):
         return True
@@ -362,7 +423,9 @@ def build_control(config: pytest.Config) -> ControlSettings:
     """Read the control options; raise :class:`SettingsError` naming the source."""
     v = lookup(config, CONTROL_OPTIONS["settle_s"], "edge_ctl_settle_s")
     settle = _positive_float(v, allow_zero=True) if v is not None else None
-    return ControlSettings(_flag(config, "dry_run"), _flag(config, "force_mode"), settle)
+    w = lookup(config, CONTROL_OPTIONS["lock_timeout_s"], "edge_ctl_lock_timeout_s")
+    wait_s = _positive_float(w, allow_zero=True) if w is not None else DEFAULT_LOCK_TIMEOUT_S
+    return ControlSettings(_flag(config, "dry_run"), _flag(config, "force_mode"), settle, wait_s)
 
 
 # -- the regression gate -------------------------------------------------------------------
@@ -372,8 +435,11 @@ GATE_OPTIONS: dict[str, Option] = {
         "--edge-baseline",
         "edge_baseline",
         "EDGEENERGY_BASELINE",
-        "baseline report file, or a directory of reports (the newest of this device is used)",
+        "baseline report file, or a directory of reports (the newest runs of this device "
+        "are used, judged by their run-to-run spread; a missing or empty directory is 'no "
+        "baseline yet')",
         None,
+        metavar="PATH",
     ),
     "fail": Option(
         "--edge-fail",
@@ -382,12 +448,22 @@ GATE_OPTIONS: dict[str, Option] = {
         "fail when METRIC:STAT:THRESHOLD regresses significantly against the baseline, e.g. "
         "energy_per_item:mean:5%% or latency_p90:median:2ms (repeatable)",
         None,
+        metavar="EXPR",
     ),
     "save_baseline": Option(
         "--edge-save-baseline",
         "edge_save_baseline",
         "EDGEENERGY_SAVE_BASELINE",
-        "after the run, store its report as a baseline in this directory",
+        "after the run, store its report as a baseline in this directory (created if missing)",
+        None,
+        metavar="DIR",
+    ),
+    "fail_insufficient": Option(
+        "--edge-fail-insufficient",
+        "edge_fail_insufficient",
+        "EDGEENERGY_FAIL_INSUFFICIENT",
+        "strict gate: a result too thinly measured to judge ('insufficient': too few repeats "
+        "or runs, or a failed or invalid result on either side) fails it too",
         None,
     ),
 }
@@ -400,23 +476,33 @@ class GateSettings:
     baseline: Path | None
     fail: tuple[str, ...]
     save_baseline: Path | None
+    fail_insufficient: bool = False
 
 
 def add_gate_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("edgeenergy")
     for key, opt in GATE_OPTIONS.items():
+        help_text = f"{opt.help} (env {opt.env}, ini {opt.ini})"
+        if key == "fail_insufficient":
+            group.addoption(
+                opt.flag, dest=f"edge_gate_{key}", action="store_true", default=None, help=help_text
+            )
+            parser.addini(opt.ini, help=opt.help, default=None)
+            continue
         action = "append" if key == "fail" else "store"
         group.addoption(
             opt.flag,
             dest=f"edge_gate_{key}",
             action=action,
             default=None,
-            help=f"{opt.help} (env {opt.env}, ini {opt.ini})",
+            metavar=opt.metavar,
+            help=help_text,
         )
+        ini_help = opt.help.replace("%%", "%")  # argparse formats %% in --help, ini help not
         if key == "fail":
-            parser.addini(opt.ini, help=opt.help, default=[], type="linelist")
+            parser.addini(opt.ini, help=ini_help, default=[], type="linelist")
         else:
-            parser.addini(opt.ini, help=opt.help, default=None)
+            parser.addini(opt.ini, help=ini_help, default=None)
 
 
 def build_gate(config: pytest.Config) -> GateSettings:
@@ -429,4 +515,10 @@ def build_gate(config: pytest.Config) -> GateSettings:
     # Expressions hold no commas, so repeated flags, env and ini lines all join and split.
     v = lookup(config, GATE_OPTIONS["fail"], "edge_gate_fail")
     fail = tuple(e.strip() for e in v.text.split(",") if e.strip()) if v is not None else ()
-    return GateSettings(one("baseline"), fail, one("save_baseline"))
+    strict = lookup(config, GATE_OPTIONS["fail_insufficient"], "edge_gate_fail_insufficient")
+    return GateSettings(
+        one("baseline"),
+        fail,
+        one("save_baseline"),
+        fail_insufficient=yes_no(strict) if strict is not None else False,
+    )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .words import counted
+
 if TYPE_CHECKING:
     from .meters.meter import WindowResult
     from .session import EnergySession
@@ -58,7 +60,7 @@ def summary_lines(es: EnergySession) -> list[str]:
                     _fmt(w.net_energy_j, ".4f"),
                     _fmt(w.total.mean_w, ".3f"),
                     str(w.samples),
-                    ("yes" if w.valid else f"INVALID: {w.invalid_reason}") + flags,
+                    validity_text(w) + flags,
                 )
             )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
@@ -69,9 +71,11 @@ def summary_lines(es: EnergySession) -> list[str]:
                 "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1]
             )
     if benched:
-        out.append(f"{benched} tests measured with edge_bench: see the benchmark table below")
+        out.append(
+            f"{counted(benched, 'test')} measured with edge_bench: see the benchmark table below"
+        )
     if skipped:
-        out.append(f"{skipped} tests skipped before measuring (reasons: pytest -rs)")
+        out.append(f"{counted(skipped, 'test')} skipped before measuring (reasons: pytest -rs)")
     if es.point_order:
         out.append("operating points in run order: " + " -> ".join(es.point_order))
     if es.report_path is not None:
@@ -95,6 +99,20 @@ def _point_flags(info: dict[str, Any] | None) -> str:
     return out
 
 
+def validity_text(w: WindowResult) -> str:
+    """``yes`` or ``INVALID: why``, then each rail that failed on its own (unless the
+    reason already names it: the total rail, or a rail of a sum)."""
+    reason = w.invalid_reason or ""
+    rails = [
+        f"rail {name} INVALID: {why}"
+        for name, why in w.invalid_rails.items()
+        if f"rail {name}:" not in reason and f"rail {name} (" not in reason
+    ]
+    if w.valid:
+        return "yes" + (f" ({'; '.join(rails)})" if rails else "")
+    return "; ".join([f"INVALID: {reason}", *rails])
+
+
 def window_text(w: WindowResult) -> str:
     """A few lines describing one window, for ``edgeenergy measure`` without --json."""
     lines = []
@@ -102,14 +120,18 @@ def window_text(w: WindowResult) -> str:
         lines.append("SIMULATED (virtual board)")
     method = "rail " + w.total.rail if w.total.rail else "sum of rails"
     lines.append(
-        f"{w.duration_s:.3f} s, {w.samples} samples, interval {_fmt(w.interval_ms_mean, '.2f')}"
-        f" ms (jitter {_fmt(w.interval_ms_jitter, '.2f')} ms), sampler CPU {w.sampler_cpu_s:.4f} s"
+        f"{w.duration_s:.3f} s, {counted(w.samples, 'sample')}, "
+        f"interval {_fmt(w.interval_ms_mean, '.2f')} ms "
+        f"(jitter {_fmt(w.interval_ms_jitter, '.2f')} ms), sampler CPU {w.sampler_cpu_s:.4f} s"
     )
     lines.append(
         f"total ({method}): {_fmt(w.total.energy_j, '.4f')} J, mean {_fmt(w.total.mean_w, '.3f')} W"
     )
     for name, r in w.rails.items():
-        lines.append(f"  {name:<20} {_fmt(r.energy_j, '.4f')} J  mean {_fmt(r.mean_w, '.3f')} W")
+        line = f"  {name:<20} {_fmt(r.energy_j, '.4f')} J  mean {_fmt(r.mean_w, '.3f')} W"
+        if name in w.invalid_rails:
+            line += f"  INVALID: {w.invalid_rails[name]}"
+        lines.append(line)
     if not w.valid:
         lines.append(f"INVALID: {w.invalid_reason}")
     if w.read_errors:

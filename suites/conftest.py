@@ -40,7 +40,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("edgeenergy")
     for flag, dest, text in _DIR_OPTIONS:
         with contextlib.suppress(ValueError):  # already registered by the plugin itself
-            group.addoption(flag, dest=dest, default=None, help=text)
+            group.addoption(flag, dest=dest, default=None, metavar="DIR", help=text)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -163,7 +163,7 @@ def test_existing_report_of_another_run_is_a_usage_error(
     before = report.read_bytes()
     again = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider")
     assert again.ret == pytest.ExitCode.USAGE_ERROR
-    again.stderr.fnmatch_lines([f"*{report}*exists and holds another run*"])
+    again.stderr.fnmatch_lines([f"*{report}*exists already*--edge-report-overwrite*"])
     assert "INTERNALERROR" not in again.stdout.str() + again.stderr.str()
     assert report.read_bytes() == before  # nothing overwritten
 

@@ -52,12 +52,13 @@ def _entry(i: int) -> ResultEntry:
     )
 
 
-def test_writes_at_start_then_after_each_test_then_finish(tmp_path: Path) -> None:
+def test_writes_at_first_test_then_after_each_test_then_finish(tmp_path: Path) -> None:
     path = tmp_path / "reports" / "r.json"
     writer = ReportWriter(path, _header())
-    first = load_report(path)
-    assert first["tests"] == [] and first["finished_at"] is None
+    assert not path.exists()  # a session that records no test leaves no file
     writer.add_test(_entry(0))
+    first = load_report(path)
+    assert len(first["tests"]) == 1 and first["finished_at"] is None
     writer.add_test(_entry(1))
     assert [t["id"] for t in load_report(path)["tests"]] == [_entry(0)["id"], _entry(1)["id"]]
     writer.finish(datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc))
@@ -115,7 +116,7 @@ def test_never_overwrites_another_report(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     ReportWriter(path, _header()).add_test(_entry(0))
     before = path.read_bytes()
-    with pytest.raises(ReportExistsError, match="holds another run"):
+    with pytest.raises(ReportExistsError, match=r"holds another run.*--edge-report-overwrite"):
         ReportWriter(path, _header())
     assert path.read_bytes() == before
     other = tmp_path / "notes.json"
@@ -123,7 +124,9 @@ def test_never_overwrites_another_report(tmp_path: Path) -> None:
     with pytest.raises(ReportExistsError, match="not a report this run can continue"):
         ReportWriter(other, _header())
     assert other.read_text() == '{"mine": true}'
-    ReportWriter(path, _header(), overwrite=True)
+    replacing = ReportWriter(path, _header(), overwrite=True)
+    assert path.read_bytes() == before  # replaced only when the new run writes
+    replacing.finish()
     assert load_report(path)["tests"] == []
 
 

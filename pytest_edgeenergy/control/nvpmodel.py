@@ -153,7 +153,7 @@ class NvpmodelKnob:
         raise RebootRequired(
             f"{source} {mode.name}: switching from mode {old.id} {old.name} to {mode.id} "
             f"{mode.name} changes GPU power gating ({changes}), which needs a reboot; pick a "
-            f"mode with the same masks, or pass force (nvpmodel then reboots a real board)"
+            "mode with the same masks, or pass --edge-force-mode (a real board then reboots)"
         )
 
     def plan(

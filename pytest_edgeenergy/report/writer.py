@@ -82,10 +82,11 @@ def atomic_write_text(path: Path, parts: list[str]) -> None:
 class ReportWriter:
     """Keeps one report file up to date while a session runs.
 
-    The file is written at construction (zero tests), after each :meth:`add_test`, and by
-    :meth:`finish`. An existing file at ``path`` is refused (:class:`ReportExistsError`)
-    unless ``overwrite`` is true or it holds the same ``run_id`` (then its tests are kept
-    and the session resumes).
+    The file is first written by the first :meth:`add_test` (or :meth:`update_header`,
+    :meth:`finish`), so a session that records no test leaves no file; then after each
+    test and by :meth:`finish`. An existing file at ``path`` is refused at construction
+    (:class:`ReportExistsError`) unless ``overwrite`` is true or it holds the same
+    ``run_id`` (then its tests are kept and the session resumes).
     """
 
     def __init__(self, path: Path, header: Mapping[str, Any], *, overwrite: bool = False) -> None:
@@ -98,7 +99,6 @@ class ReportWriter:
         self._chunks: list[str] = []
         self._resume_or_refuse(overwrite)
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        self._write()
 
     def _resume_or_refuse(self, overwrite: bool) -> None:
         if overwrite or not self._path.exists():
@@ -110,12 +110,12 @@ class ReportWriter:
         except ReportError as exc:
             raise ReportExistsError(
                 f"{self._path}: exists and is not a report this run can continue ({exc}); "
-                "choose another path or allow overwriting"
+                "choose another path, or pass --edge-report-overwrite to replace it"
             ) from exc
         if existing["run_id"] != self._header["run_id"]:
             raise ReportExistsError(
                 f"{self._path}: exists and holds another run ({existing['run_id']}); "
-                "choose another path or allow overwriting"
+                "choose another path, or pass --edge-report-overwrite to replace it"
             )
         self._chunks = [_dumps(t, "test entry") for t in existing["tests"]]
 
