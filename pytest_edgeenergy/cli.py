@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .extras import MissingExtra, missing_extra
+from .errors import EdgeEnergyError
+from .extras import missing_extra
 from .settings import SIM_MODELS, SOURCES
 
 
-class CliError(Exception):
+class CliError(EdgeEnergyError):
     """Bad input: printed as ``edgeenergy: <message>`` with exit status 2."""
 
 
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head`: not an error of ours
         sys.stderr.close()
         return 0
-    except (CliError, MissingExtra, OSError, ValueError) as e:
+    except (EdgeEnergyError, OSError) as e:
         print(f"edgeenergy: {e}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as e:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import importlib
 
+from .errors import EdgeEnergyError
+
 EXTRA_OF = {"pandas": "analysis", "matplotlib": "analysis", "scipy": "analysis"}
 """Top-level modules the package imports only when needed, and the extra bringing each."""
 
 
-class MissingExtra(ImportError):
+class MissingExtra(EdgeEnergyError, ImportError):
     """An optional dependency cannot be imported; the message says what to install."""
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import settings as settings_mod
-from .session import BoardSetupError
+from .errors import EdgeEnergyError
 
 if TYPE_CHECKING:
     from .bench.runner import EdgeBench
@@ -125,7 +125,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if validate_options(session.config, es) or es.settings.requested:
         try:
             es.open()
-        except (BoardSetupError, OSError, ValueError) as e:
+        except (EdgeEnergyError, OSError) as e:
             raise pytest.UsageError(str(e)) from None
 
 
@@ -314,7 +314,7 @@ def energy(request: pytest.FixtureRequest) -> EnergyFixture:
     es = request.config.stash[SESSION_KEY]
     try:
         _open_or_stop(es)
-    except (BoardSetupError, OSError, ValueError) as e:
+    except (EdgeEnergyError, OSError) as e:
         pytest.fail(f"edgeenergy: {e}", pytrace=False)
     es.record(request.node.nodeid)
     request.node.add_marker("edge_energy")
@@ -337,7 +337,7 @@ def operating_point(request: pytest.FixtureRequest) -> Iterator[OperatingPoint]:
     es = request.config.stash[SESSION_KEY]
     try:
         _open_or_stop(es)
-    except (BoardSetupError, OSError, ValueError) as e:
+    except (EdgeEnergyError, OSError) as e:
         pytest.fail(f"edgeenergy: {e}", pytrace=False)
     with pinned(es, request.node.nodeid, getattr(request, "param", None)) as point:
         yield point
@@ -356,7 +356,7 @@ def edge_bench(request: pytest.FixtureRequest) -> EdgeBench:
     try:
         _open_or_stop(es)
         return make_edge_bench(request, es)
-    except (BoardSetupError, OSError, ValueError) as e:
+    except (EdgeEnergyError, OSError) as e:
         pytest.fail(f"edgeenergy: {e}", pytrace=False)
 
 

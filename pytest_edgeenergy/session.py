@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import EdgeEnergyError
 from .settings import ControlSettings, GateSettings, Settings
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from .meters.meter import IdleBaseline, Meter, Window, WindowResult
 
 
-class BoardSetupError(OSError):
+class BoardSetupError(EdgeEnergyError, OSError):
     """The board could not be set up; the message says what was looked for and what to do."""
 
 

@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 from .board.generations import MODEL_NAMES
+from .errors import EdgeEnergyError
 from .report.target import report_target_problem
 
 SIM_MODELS = MODEL_NAMES
 SOURCES = ("auto", "ina", "tegrastats", "jtop", "nvml", "rapl")
 
 
-class SettingsError(ValueError):
+class SettingsError(EdgeEnergyError, ValueError):
     """A bad option value; the message names the option, its source and what is allowed.
 
     The plugin turns it into ``pytest.UsageError`` so pytest prints it without a traceback.

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import EdgeEnergyError
+
 __all__ = [
     "CUDA_CONTEXT_BYTES",
     "PRECISION_BITS",
@@ -76,7 +78,7 @@ SELF_STATUS = Path("/proc/self/status")
 SELF_CLEAR_REFS = Path("/proc/self/clear_refs")
 
 
-class MemInfoError(OSError):
+class MemInfoError(EdgeEnergyError, OSError):
     """``proc/meminfo`` under a root is missing or lacks the field asked for."""
 
 

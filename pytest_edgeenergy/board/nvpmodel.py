@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..errors import EdgeEnergyError
 from .sysfs import CpuListError, parse_cpu_list
 
 GATING_PARAMS = ("TPC_POWER_GATING", "FBP_POWER_GATING", "GPU_POWER_GATING")
@@ -22,7 +23,7 @@ GATING_PARAMS = ("TPC_POWER_GATING", "FBP_POWER_GATING", "GPU_POWER_GATING")
 KNEXT_SUFFIX = "_KNEXT"
 
 
-class NvpmodelConfError(ValueError):
+class NvpmodelConfError(EdgeEnergyError, ValueError):
     """``/etc/nvpmodel.conf`` is malformed; the message names source, line and problem."""
 
     def __init__(self, source: str, line_no: int, problem: str) -> None:
@@ -32,11 +33,11 @@ class NvpmodelConfError(ValueError):
         self.problem = problem
 
 
-class UnknownPowerMode(ValueError):
+class UnknownPowerMode(EdgeEnergyError, ValueError):
     """A power mode name or id that the conf does not define; the message lists all."""
 
 
-class NvpmodelQueryError(ValueError):
+class NvpmodelQueryError(EdgeEnergyError, ValueError):
     """``nvpmodel -q`` output without a usable ``NV Power Mode`` line."""
 
     def __init__(self, message: str, errors: tuple[str, ...] = ()) -> None:
@@ -44,7 +45,7 @@ class NvpmodelQueryError(ValueError):
         self.errors = errors
 
 
-class JetsonClocksShowError(ValueError):
+class JetsonClocksShowError(EdgeEnergyError, ValueError):
     """``jetson_clocks --show`` output that cannot be parsed."""
 
 

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import EdgeEnergyError
 from .sysfs import read_int, read_text
 from .types import Rail, RailChip, RailMap
 
@@ -37,7 +38,7 @@ _DEVICE_ID_RE = re.compile(r"^(\d+)-([0-9a-fA-F]{4})$")
 _NUM_SUFFIX_RE = re.compile(r"(\d+)$")
 
 
-class NoRailsFound(OSError):
+class NoRailsFound(EdgeEnergyError, OSError):
     """No power-monitor rail was found under the root."""
 
     def __init__(self, root: Path, scanned: tuple[str, ...]) -> None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..errors import EdgeEnergyError
+
 _CPU_RANGE_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
-class CpuListError(ValueError):
+class CpuListError(EdgeEnergyError, ValueError):
     """A kernel CPU list (``0,3-5``) could not be parsed."""
 
 

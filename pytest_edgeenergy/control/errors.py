@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ..errors import EdgeEnergyError
 
-class ControlError(Exception):
+
+class ControlError(EdgeEnergyError):
     """Base class of every control-layer error."""
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ..errors import InvalidValue
 from .source import PowerSource, SourceUnavailable
 
 SOURCE_NAMES = ("auto", "ina", "tegrastats", "jtop", "nvml", "rapl")
@@ -70,9 +71,9 @@ def open_source(name: str, root: Path, *, interval_s: float) -> PowerSource:
     """
     key = name.strip().lower() if isinstance(name, str) else name
     if key not in SOURCE_NAMES:
-        raise ValueError(f"power source {name!r}: unknown, allowed: {', '.join(SOURCE_NAMES)}")
+        raise InvalidValue(f"power source {name!r}: unknown, allowed: {', '.join(SOURCE_NAMES)}")
     if not (isinstance(interval_s, (int, float)) and math.isfinite(interval_s) and interval_s > 0):
-        raise ValueError(f"interval_s={interval_s!r}: must be a finite number of seconds > 0")
+        raise InvalidValue(f"interval_s={interval_s!r}: must be a finite number of seconds > 0")
     root = Path(root)
     if key != "auto":
         return _open_named(key, root, interval_s)

@@ -16,8 +16,10 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
+from ..errors import EdgeEnergyError
 
-class IntegrationError(ValueError):
+
+class IntegrationError(EdgeEnergyError, ValueError):
     """The inputs cannot be integrated (no samples, mismatched lengths, reversed window)."""
 
 

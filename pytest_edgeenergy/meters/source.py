@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 from ..board.types import TotalMethod
+from ..errors import EdgeEnergyError
 
 Quantity = Literal["power_w", "energy_j"]
 
@@ -73,7 +74,7 @@ class FailedFile(NamedTuple):
     reason: str
 
 
-class SourceUnavailable(OSError):
+class SourceUnavailable(EdgeEnergyError, OSError):
     """The source cannot be used on this machine; the message says why and what to do."""
 
 

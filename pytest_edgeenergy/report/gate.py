@@ -48,6 +48,8 @@ from pytest_edgeenergy.report.model import METRIC_UNITS, device_label
 from pytest_edgeenergy.report.tables import Format, Table, render, render_html_table
 from pytest_edgeenergy.words import counted
 
+from ..errors import EdgeEnergyError
+
 STATISTICS = ("mean", "median", "min", "max")
 
 ALLOWED_FORMS = """\
@@ -77,7 +79,7 @@ _THRESHOLD = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*
 Verdict = Literal["regression", "improvement", "within", "insufficient", "no-baseline"]
 
 
-class GateExprError(ValueError):
+class GateExprError(EdgeEnergyError, ValueError):
     """A gate expression is unusable (a usage error): it cannot be parsed (the message lists
     the allowed forms), or it names a metric that no result of the gated report carries (the
     message lists the metrics present)."""

@@ -38,6 +38,8 @@ from pytest_edgeenergy.report.keys import (
 from pytest_edgeenergy.report.model import TOOL_NAME, device_label
 from pytest_edgeenergy.report.schema import SCHEMA_VERSION, SchemaError, validate
 
+from ..errors import EdgeEnergyError
+
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
 
@@ -107,7 +109,7 @@ _orjson_loads = _optional_orjson()
 _LONG_DIGITS = re.compile(rb"\d{19}")
 
 
-class ReportError(ValueError):
+class ReportError(EdgeEnergyError, ValueError):
     """A file cannot be used as a report; the message names the file and the problem."""
 
     def __init__(self, path: Path | str, problem: str) -> None:

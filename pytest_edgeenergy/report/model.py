@@ -21,6 +21,7 @@ from typing import Any, Literal, TypedDict
 
 from pytest_edgeenergy import __version__
 from pytest_edgeenergy.board.types import Identity, RailMap
+from pytest_edgeenergy.errors import InvalidValue
 from pytest_edgeenergy.report.schema import SCHEMA_VERSION
 
 TOOL_NAME = "pytest-edgeenergy"
@@ -436,7 +437,7 @@ def make_metric(
     if unit is None:
         if name not in METRIC_UNITS:
             known = ", ".join(sorted(METRIC_UNITS))
-            raise ValueError(f"metric {name!r}: unknown metric, give its unit (known: {known})")
+            raise InvalidValue(f"metric {name!r}: unknown metric, give its unit (known: {known})")
         unit = METRIC_UNITS[name]
     clean = [float(s) for s in samples if math.isfinite(float(s))]
     stats = compute_stats(clean)

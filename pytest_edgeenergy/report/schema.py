@@ -16,6 +16,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..errors import EdgeEnergyError
+
 SCHEMA_VERSION = 2
 """The ``schema_version`` this version of pytest-edgeenergy writes; older versions are read
 and migrated (:func:`.load.migrate`)."""
@@ -25,7 +27,7 @@ Check = Callable[[Any], bool]
 _ANNOTATIONS = frozenset({"$schema", "$id", "$defs", "title", "description"})
 
 
-class SchemaError(ValueError):
+class SchemaError(EdgeEnergyError, ValueError):
     """A document does not match the report schema; the message names where and why."""
 
 

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import InvalidValue
+
 Format = Literal["table", "markdown", "csv", "html"]
 FORMATS: tuple[Format, ...] = ("table", "markdown", "csv", "html")
 
@@ -367,4 +369,4 @@ def render(table: Table, fmt: Format) -> str:
         return render_csv(table)
     if fmt == "html":
         return html_document(table.title or "pytest-edgeenergy", render_html_table(table))
-    raise ValueError(f"format {fmt!r}: allowed formats are {', '.join(FORMATS)}")
+    raise InvalidValue(f"format {fmt!r}: allowed formats are {', '.join(FORMATS)}")

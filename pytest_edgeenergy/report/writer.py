@@ -27,8 +27,10 @@ from typing import Any
 from pytest_edgeenergy.report.model import utc_timestamp
 from pytest_edgeenergy.report.schema import SchemaError, validate
 
+from ..errors import EdgeEnergyError
 
-class ReportExistsError(FileExistsError):
+
+class ReportExistsError(EdgeEnergyError, FileExistsError):
     """The report path already holds a different report and overwriting was not asked for."""
 
 

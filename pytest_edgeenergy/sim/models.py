@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..board.generations import MODEL_NAMES as MODEL_NAMES
+from ..errors import EdgeEnergyError
 
 ChipDriver = Literal["ina3221x", "ina3221", "ina238"]
 EmcStyle = Literal["t210", "bpmp", "bwmgr"]
@@ -21,7 +22,7 @@ NC = "NC"
 """Label of a monitor channel that is not connected."""
 
 
-class UnknownBoardModel(ValueError):
+class UnknownBoardModel(EdgeEnergyError, ValueError):
     """A virtual board model name that does not exist."""
 
     def __init__(self, name: str) -> None:

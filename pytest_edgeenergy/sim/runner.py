@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Generic, TypeVar
 
 from ..board.sysfs import format_cpu_list
+from ..errors import EdgeEnergyError
 from .dvfs import pick_freq
 from .files import LIST_WIDTH, live_bytes, pread_token
 from .hostload import HostLoad
@@ -47,15 +48,15 @@ KNOB_PERIOD_S = 0.02
 """Knob files (governors, limits, online CPUs, caps) are re-read at most this often."""
 
 
-class NotAVirtualBoard(FileNotFoundError):
+class NotAVirtualBoard(EdgeEnergyError, FileNotFoundError):
     """The directory has no virtual-board marker."""
 
 
-class SimAlreadyRunning(RuntimeError):
+class SimAlreadyRunning(EdgeEnergyError, RuntimeError):
     """Another animator holds the tree's lock."""
 
 
-class SimStartError(RuntimeError):
+class SimStartError(EdgeEnergyError, RuntimeError):
     """The simulator process did not come up (it exited, or no first tick in time)."""
 
 

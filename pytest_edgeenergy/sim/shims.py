@@ -27,6 +27,7 @@ from ..board.nvpmodel import (
     parse_conf,
 )
 from ..board.sysfs import format_cpu_list
+from ..errors import EdgeEnergyError
 from .files import write_knob
 from .hostload import HostLoad
 from .models import NC, BoardModel, get_model
@@ -39,7 +40,7 @@ INT32_MAX = "2147483647"
 INT64_MAX = "9223372036854775807"
 
 
-class ShimError(Exception):
+class ShimError(EdgeEnergyError):
     """A tool failed; the message is printed as the real tool would."""
 
 

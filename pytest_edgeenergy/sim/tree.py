@@ -19,6 +19,7 @@ import zlib
 from pathlib import Path
 
 from ..board.sysfs import format_cpu_list
+from ..errors import EdgeEnergyError
 from .files import LIST_WIDTH, relative_symlink, write_live, write_text
 from .models import BoardModel, ModeSpec, get_model
 from .nvpconf import conf_text
@@ -40,7 +41,7 @@ _CPUFREQ_DRIVER = {
 }
 
 
-class TreeNotEmpty(FileExistsError):
+class TreeNotEmpty(EdgeEnergyError, FileExistsError):
     """The target directory holds something that is not a virtual board."""
 
 

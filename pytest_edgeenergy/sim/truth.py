@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import EdgeEnergyError
+
 TRUTH_DIR = "var/lib/edgeenergy-sim"
 TRUTH_BIN = f"{TRUTH_DIR}/truth.bin"
 TRUTH_JSON = f"{TRUTH_DIR}/truth.json"
@@ -30,7 +32,7 @@ MAGIC = b"EETRUTH1"
 _HEAD = struct.Struct("<8sQd")
 
 
-class TruthUnavailable(OSError):
+class TruthUnavailable(EdgeEnergyError, OSError):
     """The tree has no readable ground-truth record."""
 
 

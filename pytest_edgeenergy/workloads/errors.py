@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from ..errors import EdgeEnergyError
 
-class WorkloadError(ValueError):
+
+class WorkloadError(EdgeEnergyError, ValueError):
     """A bad workload argument (unknown name, batch size < 1...); the message says what is
     allowed."""
 
 
-class CombinationUnsupported(RuntimeError):
+class CombinationUnsupported(EdgeEnergyError, RuntimeError):
     """A (workload, graph mode, precision, device) combination that cannot run here.
 
     The suites turn it into ``pytest.skip(reason)``: a combination is skipped with its
@@ -20,6 +22,6 @@ class CombinationUnsupported(RuntimeError):
         self.reason = reason
 
 
-class LocalFileError(ValueError):
+class LocalFileError(EdgeEnergyError, ValueError):
     """A user-supplied weights file or data directory that cannot be used; the message names
     the path and what is wrong with it."""
