@@ -194,6 +194,19 @@ def test_broken_nvpmodel_conf_becomes_a_note(tmp_path: Path) -> None:
     assert (board.power_mode.id, board.power_mode.name) == (1, None)
 
 
+def test_nvpmodel_conf_error_is_a_field(tmp_path: Path) -> None:
+    """The control layer reads the parse error from a field, not from the note's text."""
+    write(tmp_path / "etc/nvpmodel.conf", "< POWER_MODEL ID=zero NAME=X >\n")
+    board = detect(tmp_path)
+    assert board.nvpmodel_conf_error is not None
+    assert "nvpmodel.conf:1:" in board.nvpmodel_conf_error
+    assert f"nvpmodel.conf ignored: {board.nvpmodel_conf_error}" in board.notes
+    write(tmp_path / "etc/nvpmodel.conf", ORIN_NANO_CONF)
+    assert detect(tmp_path).nvpmodel_conf_error is None
+    (tmp_path / "etc/nvpmodel.conf").unlink()
+    assert detect(tmp_path).nvpmodel_conf_error is None
+
+
 def test_power_mode_status_garbage(tmp_path: Path) -> None:
     conf = parse_conf(ORIN_NANO_CONF)
     assert read_power_mode_status(tmp_path, conf) is None

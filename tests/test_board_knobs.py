@@ -316,3 +316,84 @@ def test_cpu_list_examples() -> None:
     assert parse_cpu_list("0-5") == (0, 1, 2, 3, 4, 5)
     assert parse_cpu_list("") == ()
     assert format_cpu_list([5, 0, 3, 4]) == "0,3-5"
+
+
+# ------------------------------------------------------------------ absolute files
+
+
+def test_knob_values_hold_their_absolute_files(tmp_path: Path) -> None:
+    """Discovery gives each knob's files once: root + relative path, joined in one place."""
+    orin_nano_cpus(tmp_path)
+    dev = "sys/devices/platform/bus@0/17000000.gpu"
+    devfreq = gpu_devfreq(tmp_path, dev, "17000000.gpu", "gpu")
+    write(tmp_path / dev / "railgate_enable", "1\n")
+    emc_dir = tmp_path / "sys/kernel/debug/bpmp/debug/clk/emc"
+    write(emc_dir / "rate", "2133000000\n")
+    write(emc_dir / "mrq_rate_locked", "0\n")
+    write(tmp_path / "sys/kernel/nvpmodel_clk_cap/emc", "0\n")
+    knobs = read_knobs(tmp_path)
+    cores = knobs.cpu.cores
+    assert cores[0].online_file is None
+    assert cores[1].online_file == tmp_path / CPU / "cpu1/online"
+    pol = knobs.cpufreq[0]
+    assert pol.min_file == tmp_path / CPU / "cpufreq/policy0/scaling_min_freq"
+    assert pol.governor_file.read_text() == "schedutil\n"
+    gpu = knobs.gpu
+    assert gpu is not None and gpu.max_file == devfreq / "max_freq"
+    assert gpu.railgate_path == f"{gpu.path}/device/railgate_enable"
+    assert gpu.railgate_file is not None
+    assert gpu.railgate_file.resolve() == (tmp_path / dev / "railgate_enable").resolve()
+    emc = knobs.emc
+    assert emc is not None and emc.can_pin
+    assert (emc.lock_file, emc.set_file, emc.read_file) == (
+        emc_dir / "mrq_rate_locked",
+        emc_dir / "rate",
+        emc_dir / "rate",
+    )
+    assert emc.cap_file == tmp_path / "sys/kernel/nvpmodel_clk_cap/emc"
+    # The JSON document is unchanged: relative paths only, no root, no control-only fields.
+    data = json.loads(json.dumps(knobs.to_json()))
+    assert sorted(data["gpu"]) == [
+        "available_freqs_hz",
+        "available_governors",
+        "cur_freq_hz",
+        "governor",
+        "max_freq_hz",
+        "min_freq_hz",
+        "name",
+        "of_node_name",
+        "path",
+    ]
+    assert sorted(data["emc"]) == [
+        "cap_hz",
+        "cap_path",
+        "interface",
+        "locked",
+        "max_rate_hz",
+        "min_rate_hz",
+        "path",
+        "rate_hz",
+    ]
+    assert sorted(data["cpu"]["cores"][1]) == ["cpu", "online", "online_path"]
+
+
+def test_emc_can_pin_only_with_lock_and_rate_request(tmp_path: Path) -> None:
+    override = tmp_path / "sys/kernel/debug/clk/override.emc"
+    write(override / "clk_rate", "1600000000\n")
+    write(override / "clk_state", "0\n")
+    emc = read_emc(tmp_path)
+    assert emc is not None and emc.interface == "t210" and not emc.can_pin
+    write(override / "clk_update_rate", "1600000000\n")
+    emc = read_emc(tmp_path)
+    assert emc is not None and emc.can_pin
+    assert (emc.lock_file, emc.set_file, emc.read_file) == (
+        override / "clk_state",
+        override / "clk_update_rate",
+        override / "clk_rate",
+    )
+    cap_only = tmp_path / "cap"
+    write(cap_only / "sys/kernel/nvpmodel_emc_cap/emc_iso_cap", "0\n")
+    bare = read_emc(cap_only)
+    assert bare is not None and not bare.can_pin
+    with pytest.raises(ValueError, match="no clock override interface"):
+        bare.lock_file  # noqa: B018

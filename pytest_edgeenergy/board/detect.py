@@ -54,6 +54,9 @@ class Board:
     nvpmodel: NvpmodelConf | None
     power_mode: CurrentPowerMode | None
     notes: tuple[str, ...] = ()
+    nvpmodel_conf_error: str | None = None
+    """Why ``etc/nvpmodel.conf`` exists but was ignored (its parse error, with the line);
+    None when it parsed or is absent. The same text is in ``notes`` for people."""
 
     def require_rails(self) -> RailMap:
         """The rails, or :class:`NoRailsFound` when the board has none."""
@@ -78,13 +81,15 @@ def detect(root: Path) -> Board:
     board without rails or with a broken nvpmodel.conf: those become notes."""
     notes: list[str] = []
     conf: NvpmodelConf | None = None
+    conf_error: str | None = None
     conf_path = root / NVPMODEL_CONF
     conf_text = read_text(conf_path)
     if conf_text is not None:
         try:
             conf = parse_conf(conf_text, source=str(conf_path))
         except NvpmodelConfError as exc:
-            notes.append(f"nvpmodel.conf ignored: {exc}")
+            conf_error = str(exc)
+            notes.append(f"nvpmodel.conf ignored: {conf_error}")
     rails = discover_rails(root)
     if not rails.rails:
         notes.append(f"no INA3221/INA238 power rails found under {root}")
@@ -96,6 +101,7 @@ def detect(root: Path) -> Board:
         nvpmodel=conf,
         power_mode=read_power_mode_status(root, conf),
         notes=tuple(notes),
+        nvpmodel_conf_error=conf_error,
     )
 
 

@@ -2,12 +2,17 @@
 thermal zones and memory. The control layer writes; this module only reads.
 
 Every frequency is held in Hz (cpufreq's kHz files are converted), temperatures in °C,
-memory in bytes. Paths in the values are relative to the root, as strings.
+memory in bytes. Paths in the values are relative to the root, as strings (the form
+``edgeenergy board --json`` shows); each value also holds its ``root``, and the absolute
+files the control layer reads and writes (``min_file``, ``online_file``, ...) are derived
+from the pair by :func:`under`, the one place that joins them. Discovery runs once, in
+:func:`pytest_edgeenergy.board.detect.detect`; the control layer uses these values as they
+are and never looks for knob files again.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,9 +48,30 @@ EMC_BPMP_DIR = "sys/kernel/debug/bpmp/debug/clk/emc"
 EMC_T210_OVERRIDE_DIR = "sys/kernel/debug/clk/override.emc"
 EMC_T210_BWMGR_DIR = "sys/kernel/debug/tegra_bwmgr"
 EMC_CAP_FILES = ("sys/kernel/nvpmodel_emc_cap/emc_iso_cap", "sys/kernel/nvpmodel_clk_cap/emc")
+EMC_OVERRIDE_FILES: dict[str, tuple[str, str, str]] = {
+    "bpmp": ("mrq_rate_locked", "rate", "rate"),
+    "t210": ("clk_state", "clk_update_rate", "clk_rate"),
+}
+"""Per interface: the lock file (1 = rate pinned), the rate request, the running rate."""
+GPU_RAILGATE_CANDIDATES = (
+    "sys/devices/platform/gpu.0/railgate_enable",
+    "sys/devices/gpu.0/railgate_enable",
+)
 THERMAL_DIR = "sys/devices/virtual/thermal"
 OFFLINE_TEMP_MILLI_C = -256000
 """Temperature a power-gated zone reports on some releases (tegrastats prints -256C)."""
+
+
+def under(root: Path, rel: str) -> Path:
+    """The absolute file of a root-relative path held in a knob value."""
+    return root / rel
+
+
+def _json(value: Any, *hidden: str) -> dict[str, Any]:
+    data = asdict(value)
+    for name in ("root", *hidden):
+        data.pop(name, None)
+    return data
 
 
 def _khz_to_hz(value: int | None) -> int | None:
@@ -66,9 +92,16 @@ class CpuCore:
     """None when unknown (no per-CPU ``online`` file and no usable ``online`` list)."""
     online_path: str | None
     """``sys/devices/system/cpu/cpuN/online`` when it exists (cpu0 often has none)."""
+    root: Path = field(kw_only=True, repr=False, compare=False)
+    """The board's root (joined with the relative paths by :func:`under`; not in JSON)."""
+
+    @property
+    def online_file(self) -> Path | None:
+        """None when the CPU cannot be hot-plugged (cpu0 on most boards)."""
+        return under(self.root, self.online_path) if self.online_path is not None else None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return _json(self)
 
 
 @dataclass(frozen=True)
@@ -105,9 +138,32 @@ class CpufreqPolicy:
     """``cpuinfo_max_freq``."""
     governor: str | None
     available_governors: tuple[str, ...]
+    root: Path = field(kw_only=True, repr=False, compare=False)
+    """The board's root (joined with the relative paths by :func:`under`; not in JSON)."""
+
+    @property
+    def directory(self) -> Path:
+        return under(self.root, self.path)
+
+    @property
+    def min_file(self) -> Path:
+        """``scaling_min_freq`` (kHz on disk)."""
+        return self.directory / "scaling_min_freq"
+
+    @property
+    def max_file(self) -> Path:
+        return self.directory / "scaling_max_freq"
+
+    @property
+    def governor_file(self) -> Path:
+        return self.directory / "scaling_governor"
+
+    @property
+    def cur_file(self) -> Path:
+        return self.directory / "scaling_cur_freq"
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = _json(self)
         data["cpus"] = list(self.cpus)
         data["available_freqs_hz"] = list(self.available_freqs_hz)
         data["available_governors"] = list(self.available_governors)
@@ -128,9 +184,38 @@ class GpuDevfreq:
     cur_freq_hz: int | None
     governor: str | None
     available_governors: tuple[str, ...]
+    railgate_path: str | None = field(default=None, kw_only=True)
+    """``railgate_enable`` of the GPU device when it exists (not in the JSON document)."""
+    root: Path = field(kw_only=True, repr=False, compare=False)
+    """The board's root (joined with the relative paths by :func:`under`; not in JSON)."""
+
+    @property
+    def directory(self) -> Path:
+        return under(self.root, self.path)
+
+    @property
+    def min_file(self) -> Path:
+        """``min_freq`` (Hz)."""
+        return self.directory / "min_freq"
+
+    @property
+    def max_file(self) -> Path:
+        return self.directory / "max_freq"
+
+    @property
+    def governor_file(self) -> Path:
+        return self.directory / "governor"
+
+    @property
+    def cur_file(self) -> Path:
+        return self.directory / "cur_freq"
+
+    @property
+    def railgate_file(self) -> Path | None:
+        return under(self.root, self.railgate_path) if self.railgate_path is not None else None
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = _json(self, "railgate_path")
         data["available_freqs_hz"] = list(self.available_freqs_hz)
         data["available_governors"] = list(self.available_governors)
         return data
@@ -154,9 +239,46 @@ class EmcKnobs:
     cap_hz: int | None
     """nvpmodel's EMC cap; 0 means no cap."""
     cap_path: str | None
+    can_pin: bool = field(default=False, kw_only=True)
+    """True when the override's lock and rate-request files exist (not in the JSON)."""
+    root: Path = field(kw_only=True, repr=False, compare=False)
+    """The board's root (joined with the relative paths by :func:`under`; not in JSON)."""
+
+    def _override_file(self, role: int) -> Path:
+        if self.interface is None or self.path is None:
+            raise ValueError("this EMC has no clock override interface (only a cap file)")
+        return under(self.root, self.path) / EMC_OVERRIDE_FILES[self.interface][role]
+
+    @property
+    def lock_file(self) -> Path:
+        """``mrq_rate_locked`` (bpmp) or ``clk_state`` (T210): 1 = rate pinned."""
+        return self._override_file(0)
+
+    @property
+    def set_file(self) -> Path:
+        """``rate`` (bpmp) or ``clk_update_rate`` (T210)."""
+        return self._override_file(1)
+
+    @property
+    def read_file(self) -> Path:
+        """``rate`` (bpmp) or ``clk_rate`` (T210): the rate the clock runs at."""
+        return self._override_file(2)
+
+    @property
+    def cap_file(self) -> Path | None:
+        return under(self.root, self.cap_path) if self.cap_path is not None else None
+
+    @property
+    def highest_hz(self) -> int | None:
+        """``max_rate`` lowered to nvpmodel's cap when ``0 < cap < max`` (as jetson_clocks)."""
+        if self.max_rate_hz is None:
+            return None
+        if self.cap_hz is not None and 0 < self.cap_hz < self.max_rate_hz:
+            return self.cap_hz
+        return self.max_rate_hz
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return _json(self, "can_pin")
 
 
 @dataclass(frozen=True)
@@ -168,9 +290,15 @@ class ThermalZone:
     temp_c: float | None
     """None when unreadable (EAGAIN from a power-gated block), garbage, or -256 °C."""
     path: str
+    root: Path = field(kw_only=True, repr=False, compare=False)
+    """The board's root (joined with the relative paths by :func:`under`; not in JSON)."""
+
+    @property
+    def directory(self) -> Path:
+        return under(self.root, self.path)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return _json(self)
 
 
 @dataclass(frozen=True)
@@ -254,6 +382,7 @@ def read_cpus(root: Path, notes: list[str]) -> CpuKnobs:
                 cpu=cpu,
                 online=online,
                 online_path=relative_to_root(online_file, root) if online_file.exists() else None,
+                root=root,
             )
         )
     if online_list is None:
@@ -288,6 +417,7 @@ def _policy(root: Path, directory: Path, name: str, default_cpus: tuple[int, ...
         hw_max_freq_hz=_khz_to_hz(read_int(directory / "cpuinfo_max_freq")),
         governor=read_text(directory / "scaling_governor") or None,
         available_governors=read_words(directory / "scaling_available_governors") or (),
+        root=root,
     )
 
 
@@ -346,6 +476,14 @@ def _devfreq(root: Path, directory: Path, of_node_name: str | None) -> GpuDevfre
     except ValueError:
         # A symlink that leaves the root: report the path as found.
         rel = relative_to_root(directory, root)
+    railgate = next(
+        (
+            c
+            for c in (f"{rel}/device/railgate_enable", *GPU_RAILGATE_CANDIDATES)
+            if under(root, c).is_file()
+        ),
+        None,
+    )
     return GpuDevfreq(
         name=resolved.name if resolved.name != "devfreq_dev" else directory.parent.name,
         path=rel,
@@ -356,6 +494,8 @@ def _devfreq(root: Path, directory: Path, of_node_name: str | None) -> GpuDevfre
         cur_freq_hz=read_int(directory / "cur_freq"),
         governor=read_text(directory / "governor") or None,
         available_governors=read_words(directory / "available_governors") or (),
+        railgate_path=railgate,
+        root=root,
     )
 
 
@@ -413,6 +553,8 @@ def read_emc(root: Path) -> EmcKnobs | None:
             locked=None if locked is None else locked == 1,
             cap_hz=cap_hz,
             cap_path=cap_path,
+            can_pin=_override_present(bpmp, "bpmp"),
+            root=root,
         )
     override = root / EMC_T210_OVERRIDE_DIR
     if override.is_dir():
@@ -427,10 +569,17 @@ def read_emc(root: Path) -> EmcKnobs | None:
             locked=None if state is None else state == 1,
             cap_hz=cap_hz,
             cap_path=cap_path,
+            can_pin=_override_present(override, "t210"),
+            root=root,
         )
     if cap_file is not None:
-        return EmcKnobs(None, None, None, None, None, None, cap_hz, cap_path)
+        return EmcKnobs(None, None, None, None, None, None, cap_hz, cap_path, root=root)
     return None
+
+
+def _override_present(directory: Path, interface: EmcInterface) -> bool:
+    lock, request, _ = EMC_OVERRIDE_FILES[interface]
+    return (directory / lock).is_file() and (directory / request).is_file()
 
 
 def read_thermal_zones(root: Path) -> tuple[ThermalZone, ...]:
@@ -453,6 +602,7 @@ def read_thermal_zones(root: Path) -> tuple[ThermalZone, ...]:
                 type=read_text(entry / "type") or None,
                 temp_c=temp_c,
                 path=relative_to_root(entry, root),
+                root=root,
             )
         )
     return tuple(result)

@@ -1,10 +1,15 @@
 """Pin, verify and always restore operating points.
 
 * :mod:`.values` parses ``612MHz``/``min``/``all``/``dvfs``, core counts, governors, modes;
-* :mod:`.knobset` lists the writable knob files discovery found (nothing else is written);
-* :mod:`.knobs`, :mod:`.nvpmodel`, :mod:`.jetson_clocks`: knobs as operations
-  (available / show / plan / apply / verify);
-* :mod:`.operating_point`: :class:`OperatingPoint`, ``resolve``, ``apply``, ``check_drift``;
+* :mod:`.point`: :class:`OperatingPoint`, :data:`DVFS` and the current power mode as values;
+* :mod:`.knobset`: the allow-list, the writable files of the knobs the board's discovery
+  described (nothing else is written), built once per detected board;
+* :mod:`.plan`: the :class:`~.plan.Knob` protocol (show / plan / apply / verify / drift;
+  restore = plan with the knob unpinned) that :mod:`.knobs` (cores, cpufreq, GPU, EMC) and
+  :mod:`.nvpmodel` implement; :mod:`.jetson_clocks` wraps NVIDIA's tool;
+* :mod:`.operating_point`: ``resolve``, ``apply`` (one loop over the knobs), ``check_drift``;
+* :mod:`.journal`: what ``apply`` needs from a session (:class:`~.journal.Journal`) and the
+  null journal of a direct application;
 * :mod:`.state`: :class:`Session` (snapshot, journal, restore on exit/exception/signals) and
   ``restore_leftover`` after a SIGKILL;
 * :mod:`.grid`: ``expand`` and ``order_for_fewest_changes``; :mod:`.residency`: frequency
@@ -24,7 +29,8 @@ from .errors import (
     UnknownKnobFile,
     ValueSpecError,
 )
-from .grid import expand, order_for_fewest_changes
+from .grid import count_changes, expand, order_for_fewest_changes
+from .journal import DirectJournal, Journal
 from .knobset import KnobSet, knob_set
 from .operating_point import (
     DVFS,
@@ -34,9 +40,11 @@ from .operating_point import (
     apply,
     check_drift,
     files_for,
+    point_knobs,
     read_back,
     resolve,
 )
+from .plan import Knob, PlanContext
 from .privileges import check_privileges
 from .residency import ResidencySampler, residency_to_json
 from .state import RestoreReport, Session, restore_leftover
@@ -45,10 +53,14 @@ __all__ = [
     "DVFS",
     "ApplyResult",
     "ControlError",
+    "DirectJournal",
+    "Journal",
+    "Knob",
     "KnobSet",
     "NotOffered",
     "NvpmodelError",
     "OperatingPoint",
+    "PlanContext",
     "PointSpec",
     "PrivilegeError",
     "RebootRequired",
@@ -62,10 +74,12 @@ __all__ = [
     "apply",
     "check_drift",
     "check_privileges",
+    "count_changes",
     "expand",
     "files_for",
     "knob_set",
     "order_for_fewest_changes",
+    "point_knobs",
     "read_back",
     "residency_to_json",
     "resolve",

@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 from ..board.detect import Board
 from .errors import ValueSpecError
 from .knobset import KnobSet
-from .operating_point import DIMENSIONS, OperatingPoint, Resolver
+from .operating_point import Resolver
+from .point import DIMENSIONS, OperatingPoint
 
 T = TypeVar("T")
 

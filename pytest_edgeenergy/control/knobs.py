@@ -1,25 +1,43 @@
 """File knobs as operations (the pyperf ``system tune`` model): CPU hotplug, cpufreq,
-GPU devfreq and the EMC clock override.
+GPU devfreq and the EMC clock override, each an implementation of
+:class:`~pytest_edgeenergy.control.plan.Knob`.
 
-Each knob has ``available()``, ``show()``, ``files()``, ``plan(target, baseline)``,
-``apply(steps, runner)`` and ``verify()``. A target field left at None means "not
-pinned": the knob then plans to put the file back to its ``baseline`` value (the session's
-snapshot) when one is given, or leaves it alone. Frequencies are Hz in every target;
-cpufreq files hold kHz on disk and the conversion happens here.
+Besides the protocol (``show``, ``files_for``, ``plan_point``, ``apply``, ``expect_point``,
+``verify``, ``drift``) each knob has ``available()``, ``files()`` and a ``plan(target,
+baseline)`` of its own target type. A target field left at None means "not pinned": the
+knob then plans to put the file back to its ``baseline`` value (the session's snapshot)
+when one is given, or leaves it alone. Frequencies are Hz in every target; cpufreq files
+hold kHz on disk and the conversion happens here. Every file comes from the board's
+discovery (:mod:`pytest_edgeenergy.board.knobs`), through the :class:`KnobSet`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .knobset import EmcFiles, GpuFiles, KnobSet
+from ..board.knobs import EmcKnobs, GpuDevfreq
+from .knobset import KnobSet
+from .plan import Baseline, PlanContext
+from .point import OperatingPoint
 from .steps import DirectRunner, Mismatch, StepRunner, Write, read_value
 
-Baseline = Mapping[Path, str]
-"""Snapshot values (stripped text) by path; what an unpinned knob returns to."""
+__all__ = [
+    "Baseline",
+    "CoresKnob",
+    "CpuTarget",
+    "CpufreqKnob",
+    "EmcKnob",
+    "FileKnob",
+    "GpuKnob",
+    "GpuTarget",
+    "min_max_writes",
+    "online_cpus",
+    "online_for",
+]
 
 
 def _int(text: str | None) -> int | None:
@@ -72,14 +90,64 @@ def _from_baseline(path: Path, baseline: Baseline | None) -> str | None:
     return None if baseline is None else baseline.get(path)
 
 
-class FileKnob:
-    """Shared ``apply``/``verify`` of knobs made of plain files."""
+def online_cpus(knobs: KnobSet) -> tuple[int, ...]:
+    """The CPUs online now (one without an ``online`` file cannot go offline: online)."""
+    return tuple(
+        c.cpu for c in knobs.cores if c.online_file is None or read_value(c.online_file) == "1"
+    )
+
+
+def online_for(knobs: KnobSet, count: int) -> tuple[int, ...]:
+    """The CPUs that stay online for ``count`` cores (the lowest numbers)."""
+    return tuple(sorted(c.cpu for c in knobs.cores)[:count])
+
+
+class FileKnob(ABC):
+    """Shared ``apply``/``verify``/``drift`` of knobs made of plain files."""
 
     name = "file"
 
     def __init__(self, knobs: KnobSet) -> None:
         self.knobs = knobs
         self._expected: dict[Path, str] = {}
+
+    @abstractmethod
+    def files(self) -> tuple[Path, ...]:
+        """Every file this knob may write."""
+
+    @abstractmethod
+    def show(self) -> dict[str, Any]:
+        """The knob as it reads now."""
+
+    @abstractmethod
+    def pins(self, point: OperatingPoint) -> bool:
+        """True when ``point`` pins this knob."""
+
+    @abstractmethod
+    def plan_point(self, point: OperatingPoint, ctx: PlanContext) -> list[Write]:
+        """Writes pinning what ``point`` pins here; the rest back to ``ctx.baseline``."""
+
+    @abstractmethod
+    def expected(self, point: OperatingPoint, ctx: PlanContext) -> dict[Path, str]:
+        """Files and values ``point`` pins here (written or not)."""
+
+    def files_for(self, point: OperatingPoint) -> tuple[Path, ...]:
+        return self.files() if self.pins(point) else ()
+
+    def expect_point(self, point: OperatingPoint, ctx: PlanContext) -> None:
+        for path, value in self.expected(point, ctx).items():
+            self.expect(path, value)
+
+    def drift(self, point: OperatingPoint, ctx: PlanContext) -> list[str]:
+        messages: list[str] = []
+        for path, value in self.expected(point, ctx).items():
+            actual = read_value(path)
+            if actual != value:
+                messages.append(
+                    f"drift: /{self.knobs.rel(path)} pinned {value}, now "
+                    f"{actual if actual is not None else '(unreadable)'}"
+                )
+        return messages
 
     def apply(self, steps: Sequence[Write], runner: StepRunner | None = None) -> None:
         """Write ``steps`` in order (through ``runner``; default: direct, guarded)."""
@@ -111,22 +179,33 @@ class CoresKnob(FileKnob):
     name = "cpu-cores"
 
     def available(self) -> bool:
-        return any(c.online_path is not None for c in self.knobs.cores)
+        return any(c.online_file is not None for c in self.knobs.cores)
 
     def files(self) -> tuple[Path, ...]:
-        return tuple(c.online_path for c in self.knobs.cores if c.online_path is not None)
+        return tuple(c.online_file for c in self.knobs.cores if c.online_file is not None)
 
     def show(self) -> dict[str, Any]:
-        online = [
-            c.cpu
-            for c in self.knobs.cores
-            if c.online_path is None or read_value(c.online_path) == "1"
-        ]
-        return {"present": list(self.knobs.present), "online": online}
+        return {"present": list(self.knobs.present), "online": list(online_cpus(self.knobs))}
 
     def online_for(self, count: int) -> tuple[int, ...]:
         """The CPUs that stay online for ``count`` cores (the lowest numbers)."""
-        return tuple(sorted(c.cpu for c in self.knobs.cores)[:count])
+        return online_for(self.knobs, count)
+
+    def pins(self, point: OperatingPoint) -> bool:
+        return point.cpu_cores is not None
+
+    def plan_point(self, point: OperatingPoint, ctx: PlanContext) -> list[Write]:
+        return self.plan(point.cpu_cores, ctx.baseline)
+
+    def expected(self, point: OperatingPoint, ctx: PlanContext) -> dict[Path, str]:
+        if point.cpu_cores is None:
+            return {}
+        keep = self.online_for(point.cpu_cores)
+        return {
+            c.online_file: "1" if c.cpu in keep else "0"
+            for c in self.knobs.cores
+            if c.online_file is not None
+        }
 
     def plan(self, count: int | None, baseline: Baseline | None = None) -> list[Write]:
         """Writes that leave exactly ``count`` cores online (None: back to ``baseline``).
@@ -137,13 +216,13 @@ class CoresKnob(FileKnob):
         downs: list[Write] = []
         keep = set(self.online_for(count)) if count is not None else None
         for core in self.knobs.cores:
-            if core.online_path is None:
+            if core.online_file is None:
                 continue
             if keep is None:
-                value = _from_baseline(core.online_path, baseline)
+                value = _from_baseline(core.online_file, baseline)
             else:
                 value = "1" if core.cpu in keep else "0"
-            for write in _set(core.online_path, value, self.name):
+            for write in _set(core.online_file, value, self.name):
                 (ups if value == "1" else downs).append(write)
         return ups + downs
 
@@ -170,7 +249,7 @@ class CpufreqKnob(FileKnob):
         return tuple(
             p
             for pol in self.knobs.policies
-            for p in (pol.min_path, pol.max_path, pol.governor_path)
+            for p in (pol.min_file, pol.max_file, pol.governor_file)
             if p.is_file()
         )
 
@@ -179,12 +258,29 @@ class CpufreqKnob(FileKnob):
         for pol in self.knobs.policies:
             shown[pol.name] = {
                 "cpus": list(pol.cpus),
-                "min_freq_hz": _khz(read_value(pol.min_path)),
-                "max_freq_hz": _khz(read_value(pol.max_path)),
-                "cur_freq_hz": _khz(read_value(pol.cur_path)),
-                "governor": read_value(pol.governor_path),
+                "min_freq_hz": _khz(read_value(pol.min_file)),
+                "max_freq_hz": _khz(read_value(pol.max_file)),
+                "cur_freq_hz": _khz(read_value(pol.cur_file)),
+                "governor": read_value(pol.governor_file),
             }
         return shown
+
+    def target(self, point: OperatingPoint, ctx: PlanContext) -> CpuTarget:
+        """``point``'s CPU target; the policies kept are those of the CPUs left online."""
+        if point.cpu_cores is not None:
+            online: tuple[int, ...] | None = online_for(self.knobs, point.cpu_cores)
+        else:
+            online = online_cpus(self.knobs) if ctx.live_online else None
+        return CpuTarget(point.cpu_freq_hz, point.governor, online)
+
+    def pins(self, point: OperatingPoint) -> bool:
+        return point.cpu_freq_hz is not None or point.governor is not None
+
+    def plan_point(self, point: OperatingPoint, ctx: PlanContext) -> list[Write]:
+        return self.plan(self.target(point, ctx), ctx.baseline)
+
+    def expected(self, point: OperatingPoint, ctx: PlanContext) -> dict[Path, str]:
+        return self.pinned_paths(self.target(point, ctx))
 
     def plan(self, target: CpuTarget, baseline: Baseline | None = None) -> list[Write]:
         """Writes pinning every active policy: min/max first (safe order), then governor."""
@@ -198,11 +294,11 @@ class CpufreqKnob(FileKnob):
                 new_min: str | None = khz
                 new_max: str | None = khz
             else:
-                new_min = _from_baseline(pol.min_path, baseline)
-                new_max = _from_baseline(pol.max_path, baseline)
-            freq_writes += min_max_writes(pol.min_path, pol.max_path, new_min, new_max, self.name)
-            governor = target.governor or _from_baseline(pol.governor_path, baseline)
-            gov_writes += _set(pol.governor_path, governor, self.name)
+                new_min = _from_baseline(pol.min_file, baseline)
+                new_max = _from_baseline(pol.max_file, baseline)
+            freq_writes += min_max_writes(pol.min_file, pol.max_file, new_min, new_max, self.name)
+            governor = target.governor or _from_baseline(pol.governor_file, baseline)
+            gov_writes += _set(pol.governor_file, governor, self.name)
         return freq_writes + gov_writes
 
     def pinned_paths(self, target: CpuTarget) -> dict[Path, str]:
@@ -213,10 +309,10 @@ class CpufreqKnob(FileKnob):
                 continue
             if target.freq_hz is not None:
                 khz = str(target.freq_hz // 1000)
-                expected[pol.min_path] = khz
-                expected[pol.max_path] = khz
+                expected[pol.min_file] = khz
+                expected[pol.max_file] = khz
             if target.governor is not None:
-                expected[pol.governor_path] = target.governor
+                expected[pol.governor_file] = target.governor
         return expected
 
 
@@ -240,7 +336,7 @@ class GpuKnob(FileKnob):
     name = "gpu"
 
     @property
-    def gpu(self) -> GpuFiles | None:
+    def gpu(self) -> GpuDevfreq | None:
         return self.knobs.gpu
 
     def available(self) -> bool:
@@ -250,9 +346,9 @@ class GpuKnob(FileKnob):
         g = self.gpu
         if g is None:
             return ()
-        paths = [g.min_path, g.max_path, g.governor_path]
-        if g.railgate_path is not None:
-            paths.append(g.railgate_path)
+        paths = [g.min_file, g.max_file, g.governor_file]
+        if g.railgate_file is not None:
+            paths.append(g.railgate_file)
         return tuple(p for p in paths if p.is_file())
 
     def show(self) -> dict[str, Any]:
@@ -261,12 +357,21 @@ class GpuKnob(FileKnob):
             return {}
         return {
             "name": g.name,
-            "min_freq_hz": _int(read_value(g.min_path)),
-            "max_freq_hz": _int(read_value(g.max_path)),
-            "cur_freq_hz": _int(read_value(g.cur_path)),
-            "governor": read_value(g.governor_path),
-            "railgate": read_value(g.railgate_path) if g.railgate_path is not None else None,
+            "min_freq_hz": _int(read_value(g.min_file)),
+            "max_freq_hz": _int(read_value(g.max_file)),
+            "cur_freq_hz": _int(read_value(g.cur_file)),
+            "governor": read_value(g.governor_file),
+            "railgate": read_value(g.railgate_file) if g.railgate_file is not None else None,
         }
+
+    def pins(self, point: OperatingPoint) -> bool:
+        return point.gpu_freq_hz is not None
+
+    def plan_point(self, point: OperatingPoint, ctx: PlanContext) -> list[Write]:
+        return self.plan(GpuTarget(point.gpu_freq_hz), ctx.baseline)
+
+    def expected(self, point: OperatingPoint, ctx: PlanContext) -> dict[Path, str]:
+        return self.pinned_paths(GpuTarget(point.gpu_freq_hz))
 
     def plan(self, target: GpuTarget, baseline: Baseline | None = None) -> list[Write]:
         """Railgating off first (a pinned clock on a gated GPU means nothing), then
@@ -275,22 +380,22 @@ class GpuKnob(FileKnob):
         if g is None:
             return []
         writes: list[Write] = []
-        if g.railgate_path is not None:
+        if g.railgate_file is not None:
             railgate = (
                 ("1" if target.railgate else "0")
                 if target.railgate is not None
-                else _from_baseline(g.railgate_path, baseline)
+                else _from_baseline(g.railgate_file, baseline)
             )
-            writes += _set(g.railgate_path, railgate, self.name)
+            writes += _set(g.railgate_file, railgate, self.name)
         if target.freq_hz is not None:
             new_min: str | None = str(target.freq_hz)
             new_max: str | None = str(target.freq_hz)
         else:
-            new_min = _from_baseline(g.min_path, baseline)
-            new_max = _from_baseline(g.max_path, baseline)
-        writes += min_max_writes(g.min_path, g.max_path, new_min, new_max, self.name)
-        governor = target.governor or _from_baseline(g.governor_path, baseline)
-        writes += _set(g.governor_path, governor, self.name)
+            new_min = _from_baseline(g.min_file, baseline)
+            new_max = _from_baseline(g.max_file, baseline)
+        writes += min_max_writes(g.min_file, g.max_file, new_min, new_max, self.name)
+        governor = target.governor or _from_baseline(g.governor_file, baseline)
+        writes += _set(g.governor_file, governor, self.name)
         return writes
 
     def pinned_paths(self, target: GpuTarget) -> dict[Path, str]:
@@ -299,12 +404,12 @@ class GpuKnob(FileKnob):
         if g is None:
             return expected
         if target.freq_hz is not None:
-            expected[g.min_path] = str(target.freq_hz)
-            expected[g.max_path] = str(target.freq_hz)
+            expected[g.min_file] = str(target.freq_hz)
+            expected[g.max_file] = str(target.freq_hz)
         if target.governor is not None:
-            expected[g.governor_path] = target.governor
-        if target.railgate is not None and g.railgate_path is not None:
-            expected[g.railgate_path] = "1" if target.railgate else "0"
+            expected[g.governor_file] = target.governor
+        if target.railgate is not None and g.railgate_file is not None:
+            expected[g.railgate_file] = "1" if target.railgate else "0"
         return expected
 
 
@@ -314,7 +419,7 @@ class EmcKnob(FileKnob):
     name = "emc"
 
     @property
-    def emc(self) -> EmcFiles | None:
+    def emc(self) -> EmcKnobs | None:
         return self.knobs.emc
 
     def available(self) -> bool:
@@ -322,7 +427,7 @@ class EmcKnob(FileKnob):
 
     def files(self) -> tuple[Path, ...]:
         e = self.emc
-        return () if e is None else (e.lock_path, e.set_path)
+        return () if e is None else (e.lock_file, e.set_file)
 
     def show(self) -> dict[str, Any]:
         e = self.emc
@@ -330,12 +435,21 @@ class EmcKnob(FileKnob):
             return {}
         return {
             "interface": e.interface,
-            "rate_hz": _int(read_value(e.read_path)),
-            "locked": read_value(e.lock_path) == "1",
+            "rate_hz": _int(read_value(e.read_file)),
+            "locked": read_value(e.lock_file) == "1",
             "min_rate_hz": e.min_rate_hz,
             "max_rate_hz": e.max_rate_hz,
-            "cap_hz": _int(read_value(e.cap_path)) if e.cap_path is not None else None,
+            "cap_hz": _int(read_value(e.cap_file)) if e.cap_file is not None else None,
         }
+
+    def pins(self, point: OperatingPoint) -> bool:
+        return point.emc_freq_hz is not None
+
+    def plan_point(self, point: OperatingPoint, ctx: PlanContext) -> list[Write]:
+        return self.plan(point.emc_freq_hz, ctx.baseline)
+
+    def expected(self, point: OperatingPoint, ctx: PlanContext) -> dict[Path, str]:
+        return self.pinned_paths(point.emc_freq_hz, running=ctx.running)
 
     def plan(self, freq_hz: int | None, baseline: Baseline | None = None) -> list[Write]:
         """Pin: lock, then set the rate. Unpinned: back to the baseline lock (and rate
@@ -345,14 +459,14 @@ class EmcKnob(FileKnob):
             return []
         if freq_hz is not None:
             # The lock must be on before the rate request, or DVFS overrides it at once.
-            return _set(e.lock_path, "1", self.name) + _set(e.set_path, str(freq_hz), self.name)
-        lock = _from_baseline(e.lock_path, baseline)
+            return _set(e.lock_file, "1", self.name) + _set(e.set_file, str(freq_hz), self.name)
+        lock = _from_baseline(e.lock_file, baseline)
         if lock is None:
             return []
         if lock == "1":
-            rate = _from_baseline(e.set_path, baseline)
-            return _set(e.set_path, rate, self.name) + _set(e.lock_path, lock, self.name)
-        return _set(e.lock_path, lock, self.name)
+            rate = _from_baseline(e.set_file, baseline)
+            return _set(e.set_file, rate, self.name) + _set(e.lock_file, lock, self.name)
+        return _set(e.lock_file, lock, self.name)
 
     def pinned_paths(self, freq_hz: int | None, *, running: bool = False) -> dict[Path, str]:
         """Files a pinned rate must read back: the request, or with ``running`` the rate the
@@ -360,4 +474,4 @@ class EmcKnob(FileKnob):
         e = self.emc
         if e is None or freq_hz is None:
             return {}
-        return {e.lock_path: "1", (e.read_path if running else e.set_path): str(freq_hz)}
+        return {e.lock_file: "1", (e.read_file if running else e.set_file): str(freq_hz)}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +18,16 @@ from ..board.detect import read_power_mode_status
 from ..board.nvpmodel import NvpmodelQueryError, PowerMode, parse_query
 from .errors import KnobUnavailable, NvpmodelError, RebootRequired
 from .knobset import KnobSet
+from .plan import PlanContext
+from .point import CurrentMode, OperatingPoint
 from .steps import Mismatch, StepRunner, ToolCall, ToolResult, run_tool
 from .values import resolve_power_mode
+
+__all__ = ["CurrentMode", "NvpmodelKnob", "nvpmodel_error"]
 
 _PARAM_RE = re.compile(r"PARAM\s+(?P<param>[A-Za-z0-9_]+)")
 _PATH_RE = re.compile(r"PATH:?\s*(?P<path>/\S+)")
 _WRITE_RE = re.compile(r"Error (?:writing|opening|reading)\s+(?:\S+\s+to\s+)?(?P<path>/[^:\s]+)")
-
-
-@dataclass(frozen=True)
-class CurrentMode:
-    id: int
-    name: str | None
-    via: str
-    """``nvpmodel -q`` or the status file."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "via": self.via}
 
 
 def nvpmodel_error(argv: Sequence[str], result: ToolResult) -> NvpmodelError | None:
@@ -66,7 +58,8 @@ def nvpmodel_error(argv: Sequence[str], result: ToolResult) -> NvpmodelError | N
 
 
 class NvpmodelKnob:
-    """Power modes from ``nvpmodel.conf``, set through the ``nvpmodel`` tool."""
+    """Power modes from ``nvpmodel.conf``, set through the ``nvpmodel`` tool (a
+    :class:`~pytest_edgeenergy.control.plan.Knob` whose steps are tool calls)."""
 
     name = "nvpmodel"
 
@@ -179,6 +172,35 @@ class NvpmodelKnob:
                 description=f"power mode {resolved.id} {resolved.name}",
             )
         ]
+
+    def files_for(self, point: OperatingPoint) -> tuple[Path, ...]:
+        return self.files() if point.power_mode is not None else ()
+
+    def plan_point(self, point: OperatingPoint, ctx: PlanContext) -> list[ToolCall]:
+        """Select the point's mode; an unpinned mode goes back to ``ctx.baseline_mode``
+        (forced again when the session forced a switch before)."""
+        if point.power_mode is not None:
+            return self.plan(point.power_mode, force=ctx.force)
+        wanted = ctx.baseline_mode
+        if wanted is None or self.knobs.nvpmodel_bin is None:
+            return []
+        now = self.current()
+        if now is None or now.id == wanted.id:
+            return []
+        return self.plan(wanted.id, force=ctx.force or ctx.restore_forced, current=now)
+
+    def expect_point(self, point: OperatingPoint, ctx: PlanContext) -> None:
+        """Nothing to add: :meth:`verify` checks the mode :meth:`apply` selected."""
+
+    def drift(self, point: OperatingPoint, ctx: PlanContext) -> list[str]:
+        """The power mode no longer the pinned one (another actor ran ``nvpmodel -m``)."""
+        if point.power_mode is None:
+            return []
+        current = self.current()
+        if current is not None and (current.name or "").lower() == point.power_mode.lower():
+            return []
+        now = "unknown" if current is None else f"{current.id} {current.name}"
+        return [f"drift: power mode pinned {point.power_mode}, now {now}"]
 
     def apply(self, steps: Sequence[ToolCall], runner: StepRunner | None = None) -> None:
         """Run the planned calls; ``NVPM ERROR`` output raises :class:`NvpmodelError`."""

@@ -4,26 +4,33 @@ validated against the board before any write, applied in a safe order, read back
 An :class:`OperatingPoint` field left at None is not pinned: applying the point puts that
 knob back to the session's snapshot (or, when the point selects a power mode, to what the
 mode sets). :data:`DVFS` pins nothing at all: the board's default governors decide.
+
+Applying is one loop over :func:`point_knobs` (each a
+:class:`~pytest_edgeenergy.control.plan.Knob`); the session side comes in through the
+:class:`~pytest_edgeenergy.control.journal.Journal` protocol, so this module never imports
+:mod:`.state`.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..board.detect import Board
 from .errors import NotOffered, ValueSpecError
-from .knobs import CoresKnob, CpufreqKnob, CpuTarget, EmcKnob, GpuKnob, GpuTarget
+from .journal import DirectJournal, Journal
+from .knobs import CoresKnob, CpufreqKnob, EmcKnob, GpuKnob
 from .knobset import KnobSet, knob_set
-from .nvpmodel import CurrentMode, NvpmodelKnob
-from .steps import DirectRunner, Mismatch, Step, StepRunner, read_value
+from .nvpmodel import NvpmodelKnob
+from .plan import Knob, PlanContext
+from .point import DIMENSIONS, DVFS, CurrentMode, OperatingPoint, PointSpec
+from .steps import Mismatch, Step, read_value
 from .values import (
     FreqSpec,
-    format_freq,
     format_mhz,
     parse_cores,
     parse_freq_list,
@@ -34,11 +41,22 @@ from .values import (
     split_list,
 )
 
-if TYPE_CHECKING:
-    from .state import Session
-
-DIMENSIONS = ("power_mode", "cpu_freq", "gpu_freq", "emc_freq", "cpu_cores", "governor")
-"""Keys of a point spec / grid options, in the order they appear in ids."""
+__all__ = [
+    "DIMENSIONS",
+    "DVFS",
+    "ApplyResult",
+    "OperatingPoint",
+    "PointSpec",
+    "ReadBackMismatch",
+    "Resolver",
+    "apply",
+    "check_drift",
+    "files_for",
+    "point_knobs",
+    "read_back",
+    "resolve",
+    "thermal_trips",
+]
 
 DEFAULT_SOURCES: dict[str, str] = {
     "power_mode": "--power-mode",
@@ -48,82 +66,6 @@ DEFAULT_SOURCES: dict[str, str] = {
     "cpu_cores": "--cpu-cores",
     "governor": "--governor",
 }
-
-
-@dataclass(frozen=True)
-class OperatingPoint:
-    """One operating point; every field optional (None = not pinned)."""
-
-    power_mode: str | None = None
-    """nvpmodel mode name as the board's conf spells it."""
-    cpu_freq_hz: int | None = None
-    gpu_freq_hz: int | None = None
-    emc_freq_hz: int | None = None
-    cpu_cores: int | None = None
-    """Number of online cores (cpu0 .. cpuN-1)."""
-    governor: str | None = None
-    """CPU scaling governor."""
-    words: tuple[tuple[str, str], ...] = field(default=(), compare=False)
-    """``(field, word)`` for fields asked for by a word (``gpu_freq_hz`` by ``min``), so
-    reports can join the same request across boards; not part of the point's identity."""
-
-    @property
-    def is_dvfs(self) -> bool:
-        """True when nothing at all is pinned."""
-        return self == DVFS
-
-    @property
-    def id(self) -> str:
-        """Readable id: ``15W-gpu612MHz-cpu1.4976GHz-emc2.133GHz-4cores-performance``;
-        ``dvfs`` when nothing is pinned."""
-        parts: list[str] = []
-        if self.power_mode is not None:
-            parts.append(self.power_mode)
-        if self.gpu_freq_hz is not None:
-            parts.append("gpu" + format_freq(self.gpu_freq_hz))
-        if self.cpu_freq_hz is not None:
-            parts.append("cpu" + format_freq(self.cpu_freq_hz))
-        if self.emc_freq_hz is not None:
-            parts.append("emc" + format_freq(self.emc_freq_hz))
-        if self.cpu_cores is not None:
-            parts.append(f"{self.cpu_cores}core" + ("s" if self.cpu_cores != 1 else ""))
-        if self.governor is not None:
-            parts.append(self.governor)
-        return "-".join(parts) if parts else "dvfs"
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": self.id,
-            "power_mode": self.power_mode,
-            "cpu_freq_hz": self.cpu_freq_hz,
-            "gpu_freq_hz": self.gpu_freq_hz,
-            "emc_freq_hz": self.emc_freq_hz,
-            "cpu_cores": self.cpu_cores,
-            "governor": self.governor,
-        }
-        if self.words:
-            out["as"] = dict(self.words)
-        return out
-
-
-DVFS = OperatingPoint()
-"""Nothing pinned: the board's default governors (and the session's power mode)."""
-
-
-@dataclass(frozen=True)
-class PointSpec:
-    """Raw values for one point as the user wrote them, and where each came from."""
-
-    power_mode: str | None = None
-    cpu_freq: str | None = None
-    gpu_freq: str | None = None
-    emc_freq: str | None = None
-    cpu_cores: str | None = None
-    governor: str | None = None
-    sources: Mapping[str, str] = field(default_factory=dict)
-
-    def items(self) -> list[tuple[str, str]]:
-        return [(k, v) for k in DIMENSIONS if (v := getattr(self, k)) is not None]
 
 
 _UNSET: Any = object()
@@ -265,7 +207,7 @@ class Resolver:
 
     def _check_hotplug(self, count: int, source: str) -> None:
         kept = set(CoresKnob(self.knobs).online_for(count))
-        stuck = [c.cpu for c in self.knobs.cores if c.cpu not in kept and c.online_path is None]
+        stuck = [c.cpu for c in self.knobs.cores if c.cpu not in kept and c.online_file is None]
         if stuck:
             raise ValueSpecError(
                 f"{source} {count}: cpu{stuck[0]} cannot be taken offline on this board "
@@ -356,97 +298,71 @@ def _without(baseline: Mapping[Path, str] | None, paths: Iterable[Path]) -> dict
     return {p: v for p, v in baseline.items() if os.path.realpath(p) not in dropped}
 
 
+def point_knobs(knobs: KnobSet) -> list[Knob[Any]]:
+    """Every knob a point pins, in the order applying writes them: the power mode first
+    (nvpmodel resets clocks), then cores (online before offline), CPU min/max (in the order
+    that never makes min > max) and governors, GPU, EMC."""
+    return [
+        NvpmodelKnob(knobs),
+        CoresKnob(knobs),
+        CpufreqKnob(knobs),
+        GpuKnob(knobs),
+        EmcKnob(knobs),
+    ]
+
+
+def _checked(knobs: Sequence[Knob[Any]]) -> list[Knob[Any]]:
+    # The power mode is read back (and drift-checked) after the files, as it always was.
+    return sorted(knobs, key=lambda k: isinstance(k, NvpmodelKnob))
+
+
 def apply(
     point: OperatingPoint,
     board: Board | KnobSet | Path,
-    state: Session | None = None,
+    state: Journal | None = None,
     *,
     force: bool | None = None,
     settle_s: float | None = None,
     raise_on_mismatch: bool = False,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ApplyResult:
-    """Apply ``point``: nvpmodel first (it resets clocks), then cores, CPU min/max (in the
-    order that never makes min > max), governors, GPU, EMC; settle; read back and verify.
+    """Apply ``point`` knob by knob (:func:`point_knobs`: nvpmodel first, then cores, CPU,
+    GPU, EMC); settle; read back and verify.
 
-    With a :class:`~pytest_edgeenergy.control.state.Session` as ``state`` every write is
-    journaled first and unpinned knobs go back to the session's snapshot; without one the
-    writes are direct and unpinned knobs are left as they are.
+    With a journal as ``state`` (a :class:`~pytest_edgeenergy.control.state.Session`)
+    every write is journaled first and unpinned knobs go back to the session's snapshot;
+    without one the writes are direct and unpinned knobs are left as they are.
     """
     knobs = knob_set(board)
-    runner: StepRunner = state.runner if state is not None else DirectRunner(knobs.check_writable)
-    dry_run = bool(state is not None and state.dry_run)
-    use_force = force if force is not None else bool(state is not None and state.force)
-    baseline = state.baseline() if state is not None else None
-    steps: list[Step] = []
-
-    nv = NvpmodelKnob(knobs)
-    if point.power_mode is not None:
-        calls = nv.plan(point.power_mode, force=use_force)
-    elif state is not None and state.baseline_mode is not None and knobs.nvpmodel_bin is not None:
-        wanted = state.baseline_mode
-        now = nv.current()
-        calls = []
-        if now is not None and now.id != wanted.id:
-            snapshot = state.snapshot
-            forced = use_force or bool(snapshot is not None and snapshot.forced)
-            calls = nv.plan(wanted.id, force=forced, current=now)
-    else:
-        calls = []
-    nv.apply(calls, runner)
-    steps += calls
+    journal: Journal = state if state is not None else DirectJournal(knobs)
+    runner = journal.runner
+    dry_run = journal.dry_run
+    use_force = force if force is not None else journal.force
+    baseline = journal.baseline()
+    operations = point_knobs(knobs)
     # Unpinned knobs keep what the selected mode set; everything else returns to baseline.
-    base = _without(baseline, nv.files()) if point.power_mode is not None else baseline
-
-    cores = CoresKnob(knobs)
-    writes = cores.plan(point.cpu_cores, base)
-    cores.apply(writes, runner)
-    steps += writes
-    if point.cpu_cores is not None:
-        for core in knobs.cores:
-            if core.online_path is not None:
-                keep = core.cpu in cores.online_for(point.cpu_cores)
-                cores.expect(core.online_path, "1" if keep else "0")
-        online: tuple[int, ...] | None = cores.online_for(point.cpu_cores)
-    else:
-        online = None if dry_run else tuple(cores.show()["online"])
-
-    cpu = CpufreqKnob(knobs)
-    cpu_target = CpuTarget(point.cpu_freq_hz, point.governor, online)
-    writes = cpu.plan(cpu_target, base)
-    cpu.apply(writes, runner)
-    steps += writes
-    for path, value in cpu.pinned_paths(cpu_target).items():
-        cpu.expect(path, value)
-
-    gpu = GpuKnob(knobs)
-    gpu_target = GpuTarget(point.gpu_freq_hz)
-    writes = gpu.plan(gpu_target, base)
-    gpu.apply(writes, runner)
-    steps += writes
-    for path, value in gpu.pinned_paths(gpu_target).items():
-        gpu.expect(path, value)
-
-    emc = EmcKnob(knobs)
-    writes = emc.plan(point.emc_freq_hz, base)
-    emc.apply(writes, runner)
-    steps += writes
-    for path, value in emc.pinned_paths(point.emc_freq_hz).items():
-        emc.expect(path, value)
-
-    settle = (
-        settle_s
-        if settle_s is not None
-        else (state.settle_s if state is not None else (0.5 if knobs.real else 0.0))
+    mode_files = NvpmodelKnob(knobs).files_for(point)
+    ctx = PlanContext(
+        baseline=_without(baseline, mode_files) if mode_files else baseline,
+        baseline_mode=journal.baseline_mode,
+        force=use_force,
+        restore_forced=journal.restore_forced,
+        live_online=not dry_run,
     )
+    steps: list[Step] = []
+    for knob in operations:
+        planned = knob.plan_point(point, ctx)
+        knob.apply(planned, runner)
+        knob.expect_point(point, ctx)
+        steps += planned
+
+    settle = settle_s if settle_s is not None else journal.settle_s
     if settle > 0 and steps and not dry_run:
         sleep(settle)
     mismatches: list[Mismatch] = []
     if not dry_run:
-        for knob in (cores, cpu, gpu, emc):
+        for knob in _checked(operations):
             mismatches += knob.verify()
-        if calls:
-            mismatches += nv.verify()
     result = ApplyResult(point, tuple(steps), tuple(mismatches), settle, dry_run)
     if raise_on_mismatch and mismatches:
         raise ReadBackMismatch(result.describe(knobs.root))
@@ -456,17 +372,7 @@ def apply(
 def files_for(point: OperatingPoint, board: Board | KnobSet | Path) -> list[Path]:
     """Knob files applying ``point`` (and restoring afterwards) may write."""
     knobs = knob_set(board)
-    paths: list[Path] = []
-    if point.power_mode is not None:
-        paths += NvpmodelKnob(knobs).files()
-    if point.cpu_cores is not None:
-        paths += CoresKnob(knobs).files()
-    if point.cpu_freq_hz is not None or point.governor is not None:
-        paths += CpufreqKnob(knobs).files()
-    if point.gpu_freq_hz is not None:
-        paths += GpuKnob(knobs).files()
-    if point.emc_freq_hz is not None:
-        paths += EmcKnob(knobs).files()
+    paths = [p for knob in point_knobs(knobs) for p in knob.files_for(point)]
     return list(dict.fromkeys(paths))
 
 
@@ -485,23 +391,6 @@ def read_back(board: Board | KnobSet | Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- drift and throttling
-
-
-def _pinned_expectations(point: OperatingPoint, knobs: KnobSet) -> dict[Path, str]:
-    expected: dict[Path, str] = {}
-    cores = CoresKnob(knobs)
-    online: tuple[int, ...] | None = None
-    if point.cpu_cores is not None:
-        online = cores.online_for(point.cpu_cores)
-        for core in knobs.cores:
-            if core.online_path is not None:
-                expected[core.online_path] = "1" if core.cpu in online else "0"
-    expected.update(
-        CpufreqKnob(knobs).pinned_paths(CpuTarget(point.cpu_freq_hz, point.governor, online))
-    )
-    expected.update(GpuKnob(knobs).pinned_paths(GpuTarget(point.gpu_freq_hz)))
-    expected.update(EmcKnob(knobs).pinned_paths(point.emc_freq_hz, running=True))
-    return expected
 
 
 THROTTLING_TRIP_TYPES = frozenset({"passive", "hot", "critical"})
@@ -551,18 +440,7 @@ def check_drift(point: OperatingPoint, board: Board | KnobSet | Path) -> list[st
     """What no longer matches ``point`` (a knob changed behind our back, the power mode
     moved) and thermal zones over a throttling trip point; empty when all is well."""
     knobs = knob_set(board)
-    messages: list[str] = []
-    for path, value in _pinned_expectations(point, knobs).items():
-        actual = read_value(path)
-        if actual != value:
-            messages.append(
-                f"drift: /{knobs.rel(path)} pinned {value}, now "
-                f"{actual if actual is not None else '(unreadable)'}"
-            )
-    if point.power_mode is not None:
-        current = NvpmodelKnob(knobs).current()
-        if current is None or (current.name or "").lower() != point.power_mode.lower():
-            now = "unknown" if current is None else f"{current.id} {current.name}"
-            messages.append(f"drift: power mode pinned {point.power_mode}, now {now}")
+    ctx = PlanContext(running=True)
+    messages = [m for knob in _checked(point_knobs(knobs)) for m in knob.drift(point, ctx)]
     messages += thermal_trips(knobs)
     return messages

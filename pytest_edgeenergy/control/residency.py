@@ -53,9 +53,9 @@ class ResidencySampler:
         self._sources: list[tuple[str, Path, int]] = []
         for policy in knobs.policies:
             first = min(policy.cpus) if policy.cpus else 0
-            self._sources.append((f"cpu{first}", policy.cur_path, 1000))
+            self._sources.append((f"cpu{first}", policy.cur_file, 1000))
         if knobs.gpu is not None:
-            self._sources.append(("gpu", knobs.gpu.cur_path, 1))
+            self._sources.append(("gpu", knobs.gpu.cur_file, 1))
         self._time: dict[str, dict[int, float]] = {name: {} for name, _, _ in self._sources}
         self._last: dict[str, int | None] = {}
         self._last_t: float | None = None

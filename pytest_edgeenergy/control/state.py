@@ -47,8 +47,10 @@ from typing import Any, TextIO
 from ..board.detect import Board
 from .errors import PrivilegeError, RestoreError, SessionBusy, StateFileError, UnknownKnobFile
 from .knobset import KnobSet, knob_set
-from .nvpmodel import CurrentMode, NvpmodelKnob, nvpmodel_error
+from .nvpmodel import NvpmodelKnob, nvpmodel_error
 from .operating_point import ApplyResult, OperatingPoint, files_for
+from .operating_point import apply as apply_point
+from .point import CurrentMode
 from .privileges import GRANT_HELP, check_privileges
 from .steps import (
     DryRunner,
@@ -746,7 +748,8 @@ class _JournalRunner:
 
 
 class Session:
-    """Pins operating points on one board and always puts it back.
+    """Pins operating points on one board and always puts it back (the
+    :class:`~pytest_edgeenergy.control.journal.Journal` of :func:`apply_point`).
 
     ``with Session(board) as s: s.apply(point)`` — on entry it restores a leftover state
     file of a killed session first (``s.leftover``), then installs restore on normal exit,
@@ -911,10 +914,13 @@ class Session:
     def baseline_mode(self) -> CurrentMode | None:
         return self.ensure_snapshot().power_mode
 
+    @property
+    def restore_forced(self) -> bool:
+        """A reboot-needing power-mode switch was forced since the snapshot."""
+        return bool(self._snapshot is not None and self._snapshot.forced)
+
     def apply(self, point: OperatingPoint, *, raise_on_mismatch: bool = False) -> ApplyResult:
         """Apply ``point`` (see :func:`pytest_edgeenergy.control.operating_point.apply`)."""
-        from .operating_point import apply as apply_point
-
         return apply_point(point, self.knobs, self, raise_on_mismatch=raise_on_mismatch)
 
     def check_privileges(self, points: Sequence[OperatingPoint]) -> None:
