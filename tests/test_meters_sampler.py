@@ -14,11 +14,19 @@ import pytest
 
 from pytest_edgeenergy.board.types import Rail, RailMap, TotalMethod
 from pytest_edgeenergy.meters.ina import InaSource
+from pytest_edgeenergy.meters.native import ENV_VAR, load_extension
 from pytest_edgeenergy.meters.sampler import Sampler
 from pytest_edgeenergy.meters.source import Quantity
 
 HWMON = "sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon1"
 WAIT_S = 20.0  # generous bound for a loaded 2-core machine; never a speed claim
+SAMPLER_KINDS = [
+    "python",
+    pytest.param(
+        "native",
+        marks=pytest.mark.skipif(load_extension()[0] is None, reason="native reader not built"),
+    ),
+]
 
 
 def write_in_place(path: Path, text: str) -> None:
@@ -85,15 +93,25 @@ class ScriptedSource:
         pass
 
 
+@pytest.fixture(autouse=True, params=SAMPLER_KINDS)
+def sampler_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test under both samplers: ``native`` lets each source the native reader can
+    read (plain INA files) use it; an injected pread or another source stays ``python``."""
+    kind = str(request.param)
+    monkeypatch.setenv(ENV_VAR, "python" if kind == "python" else "auto")
+    return kind
+
+
 @pytest.fixture
 def rails(tmp_path: Path) -> RailMap:
     return make_rails(tmp_path)
 
 
 @pytest.fixture
-def running(rails: RailMap) -> Iterator[tuple[Sampler, RailMap]]:
+def running(rails: RailMap, sampler_kind: str) -> Iterator[tuple[Sampler, RailMap]]:
     src = InaSource(rails, vanish_check_interval_s=0.0)
     sampler = Sampler(src, interval_s=0.002)
+    assert sampler.kind == sampler_kind
     sampler.start()
     yield sampler, rails
     sampler.stop()

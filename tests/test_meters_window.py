@@ -14,11 +14,19 @@ import pytest
 from pytest_edgeenergy.board.types import Rail, RailMap, TotalMethod
 from pytest_edgeenergy.meters.ina import InaSource
 from pytest_edgeenergy.meters.meter import Meter
+from pytest_edgeenergy.meters.native import ENV_VAR, load_extension
 from pytest_edgeenergy.meters.source import Quantity, ReadError
 from pytest_edgeenergy.meters.window import IdleBaseline, WindowResult
 
 HWMON = "sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon1"
 WAIT_S = 20.0  # generous bound for a loaded 2-core machine; never a speed claim
+SAMPLER_KINDS = [
+    "python",
+    pytest.param(
+        "native",
+        marks=pytest.mark.skipif(load_extension()[0] is None, reason="native reader not built"),
+    ),
+]
 CONTRACT_KEYS = {
     "seconds",
     "interval_ms",
@@ -89,14 +97,24 @@ def measured_window(meter: Meter, label: str = "w", after: int = 12) -> WindowRe
     return w.end()
 
 
+@pytest.fixture(autouse=True, params=SAMPLER_KINDS)
+def sampler_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test under both samplers: ``native`` lets each source the native reader can
+    read (plain INA files) use it; an injected pread or another source stays ``python``."""
+    kind = str(request.param)
+    monkeypatch.setenv(ENV_VAR, "python" if kind == "python" else "auto")
+    return kind
+
+
 @pytest.fixture
 def rails(tmp_path: Path) -> RailMap:
     return make_rails(tmp_path)
 
 
 @pytest.fixture
-def meter(rails: RailMap) -> Iterator[Meter]:
+def meter(rails: RailMap, sampler_kind: str) -> Iterator[Meter]:
     with Meter(InaSource(rails, simulated=True), interval_s=0.004) as m:
+        assert m.sampler.kind == sampler_kind
         yield m
 
 

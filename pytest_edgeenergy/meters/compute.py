@@ -54,6 +54,8 @@ class WindowContext:
     simulated: bool
     interval_s: float
     interval_clamp_reason: str | None = None
+    sampler: str = ""
+    """``native`` or ``python`` (:attr:`.sampler.Sampler.kind`)."""
     sum_channels: tuple[str, ...] | None = None
     """Channels whose sum is the total when there is no total channel; None = all. A source
     whose channels nest (RAPL ``core`` inside ``package-0``) names them as ``sum_channels``."""
@@ -275,6 +277,7 @@ def compute_result(
         idle_energy_j=total.idle_energy_j,
         net_energy_j=total.net_energy_j,
         source=ctx.source,
+        sampler=ctx.sampler,
         quantity=ctx.quantity,
         interval_ms_target=ctx.interval_s * 1e3,
         interval_clamp_reason=ctx.interval_clamp_reason,

@@ -103,6 +103,7 @@ class Meter:
             simulated=source.simulated,
             interval_s=self.sampler.interval_s,
             interval_clamp_reason=self.sampler.clamp_reason,
+            sampler=self.sampler.kind,
             sum_channels=_sum_channels(source),
         )
         self._idle: IdleBaseline | None = None

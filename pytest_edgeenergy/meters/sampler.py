@@ -27,21 +27,39 @@ that failed as a whole (no channel read) is not stored and counts for every chan
 Edge readings (:meth:`Sampler.read_edge`): a reader may take one synchronous reading of a
 PreadSource (one pread per file, timestamped) outside the stream, for a window's edges.
 
-Thread safety: appending to the pending list is one atomic list operation; decoding and
-readers' copies run under one lock.
+Native reader (``kind == "native"``, see :mod:`.native`): for a PreadSource read with
+``os.pread``, when the C extension is built, a native thread (:mod:`._preadring`) preads the
+plan's files on the same schedule into a ring of raw texts, stamped with CLOCK_MONOTONIC
+(``time.monotonic()``'s clock), without ever taking the GIL: a Python-heavy test no longer
+delays the samples. The Python thread then only wakes every ``NATIVE_FLUSH_PERIOD_S`` (and
+when upkeep is due) to drain the ring, run ``maintain`` and decode (a batch with no failure
+by columns, :meth:`~.ina.InaSource.decode_columns`); readers drain it too before they
+look. Errors, counters, storage and edge readings are the Python path's: a failed pread's
+errno becomes the same :class:`~.source.FailedFile` reason, and the positions ``maintain``
+flags fail as ``vanished`` in the first reading taken after it began. Upkeep runs at most
+once per sampling interval (``maintain_interval_s`` 0 means every interval here, not
+before every reading). ``cpu_s`` counts both threads.
+
+Thread safety: appending to the pending list is one atomic list operation; draining,
+decoding and readers' copies run under one lock.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+from .native import SamplerKind, choose_kind
+
+if TYPE_CHECKING:
+    from ._preadring import Reader
 from .source import (
     FailedFile,
     PartialReading,
@@ -60,6 +78,13 @@ MAX_SLEEP_S = 0.1
 FLUSH_PERIOD_S = 0.5
 """How often the thread decodes pending readings of a PreadSource (at most 512 readings)."""
 MAX_PENDING = 512
+RING_SECONDS = 8.0
+"""Readings the native reader's ring holds, in seconds of sampling (Python drains it every
+``FLUSH_PERIOD_S``); a slot that finds it full is not read and counts as missed."""
+MAX_RING = 1 << 14
+NATIVE_FLUSH_PERIOD_S = 1.0
+"""How often the Python thread drains the native reader's ring when nobody asks: each wake
+of a Python thread costs more than the readings it decodes; readers drain it themselves."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +228,14 @@ class Sampler:
             raise ValueError(f"decode_batch must be >= 1, got {decode_batch!r}")
         # isinstance on a runtime Protocol costs tens of µs: decided once, here.
         self._psrc = source if isinstance(source, PreadSource) else None
+        kind, why = choose_kind(source)
+        self.kind: SamplerKind = kind
+        """``native`` (the C reader thread reads the files) or ``python``."""
+        self.kind_reason = why
+        """Why the kind is not native (None when it is)."""
+        self._ring: Reader | None = None
+        self._flag_positions: tuple[int, ...] = ()
+        self._flag_after = math.inf
         self._flush_every = int(decode_batch) if self._psrc is not None else 1
         self._decode: Callable[[Any], Sequence[float]] | None = None
         self._waiting = 0
@@ -234,6 +267,8 @@ class Sampler:
             if self._stopping:
                 raise RuntimeError("sampler was stopped; create a new Sampler")
             return
+        if self.kind == "native":
+            self._ring = self._new_ring()
         self._thread = threading.Thread(
             target=self._run, name=f"edgeenergy-sampler-{self._source.name}", daemon=True
         )
@@ -246,9 +281,19 @@ class Sampler:
         except (AttributeError, OSError):
             self._cpu_clock = None
 
+    def _new_ring(self) -> Reader:
+        from ._preadring import Reader
+
+        assert self._psrc is not None
+        plan = self._psrc.pread_plan()
+        capacity = min(MAX_RING, max(64, math.ceil(RING_SECONDS / self.interval_s)))
+        return Reader(plan.fds, plan.size, self.interval_s, capacity)
+
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop the thread and wait for it (the source is left open)."""
         self._stopping = True
+        with self._cond:  # wakes the native mode's Python thread
+            self._cond.notify_all()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout_s)
@@ -263,7 +308,8 @@ class Sampler:
         self.stop()
 
     # ---- the thread ------------------------------------------------------------------
-    def _store_locked(self, t: float, vals: Sequence[float]) -> None:
+    def _room_locked(self) -> int:
+        """Make sure the newest chunk has room; returns how many samples it still takes."""
         if not self._ts_chunks or len(self._ts_chunks[-1]) >= self._cs:
             self._ts_chunks.append(array("d"))
             self._val_chunks.append([array("d") for _ in self._channels])
@@ -273,6 +319,23 @@ class Sampler:
                 del self._ts_chunks[0]
                 del self._val_chunks[0]
                 self._first_index += self._cs
+        return self._cs - len(self._ts_chunks[-1])
+
+    def _store_columns_locked(self, ts: Sequence[float], cols: Sequence[Sequence[float]]) -> None:
+        """Store readings given as columns (one per channel), as many _store_locked."""
+        n, i = len(ts), 0
+        while i < n:
+            j = min(n, i + self._room_locked())
+            self._ts_chunks[-1].extend(ts[i:j])
+            for arr, col in zip(self._val_chunks[-1], cols, strict=True):
+                arr.extend(col[i:j])
+            i = j
+        self._count += n
+        self._attempts += n
+        self._last_t = ts[-1]
+
+    def _store_locked(self, t: float, vals: Sequence[float]) -> None:
+        self._room_locked()
         self._ts_chunks[-1].append(t)
         for arr, v in zip(self._val_chunks[-1], vals, strict=True):
             arr.append(v)
@@ -316,8 +379,43 @@ class Sampler:
             )
         return vals
 
+    def _drain_locked(self) -> None:
+        """Move the native reader's readings into the pending list; the caller holds the
+        lock (one consumer at a time)."""
+        psrc, ring = self._psrc, self._ring
+        assert psrc is not None and ring is not None
+        readings = ring.drain()
+        if not readings:
+            return
+        if not self._pending and self._flag_after == math.inf and self._decode is not None:
+            # The common case, nothing failed: decode and store the batch by columns.
+            decode_columns = getattr(psrc, "decode_columns", None)
+            if decode_columns is not None and not any(failed for _, _, failed in readings):
+                cols = decode_columns([cast("tuple[bytes, ...]", r[1]) for r in readings])
+                if cols is not None:
+                    self._store_columns_locked([r[0] for r in readings], cols)
+                    return
+        append = self._pending.append
+        for t, texts, failed in readings:
+            raw: tuple[bytes | FailedFile, ...]
+            if not failed:
+                raw = cast("tuple[bytes, ...]", texts)
+            else:  # an errno where a pread failed
+                raw = tuple(
+                    FailedFile(psrc.read_failed(k, OSError(x, os.strerror(x))).reason)
+                    if isinstance(x, int)
+                    else x
+                    for k, x in enumerate(texts)
+                )
+            if t >= self._flag_after:
+                raw = mark_vanished(raw, self._flag_positions)
+                self._flag_positions, self._flag_after = (), math.inf
+            append((t, raw))
+
     def _flush_locked(self) -> None:
         """Decode and store every pending reading; the caller holds the lock."""
+        if self._ring is not None:
+            self._drain_locked()
         pending, decode = self._pending, self._decode
         n = len(pending)
         if not n or decode is None:
@@ -341,13 +439,22 @@ class Sampler:
         with self._cond:
             self._flush_locked()
 
-    def _maintain(self, src: PreadSource) -> tuple[int, ...] | None:
+    def _maintain(
+        self, src: PreadSource, flag_after: float | None = None
+    ) -> tuple[int, ...] | None:
         """Decode what is pending, then the source's upkeep: the plan positions to fail as
-        ``vanished`` in this slot's reading, or None when upkeep broke (slot dropped)."""
+        ``vanished`` in this slot's reading, or None when upkeep broke (slot dropped).
+
+        ``flag_after`` (native reader): the flagged positions fail in the first reading
+        stamped at or after it instead."""
         with self._cond:
             self._flush_locked()  # before upkeep changes how readings decode
             try:
-                return src.maintain()
+                flagged = src.maintain()
+                if flagged and flag_after is not None:
+                    self._flag_positions = tuple(sorted({*self._flag_positions, *flagged}))
+                    self._flag_after = min(self._flag_after, flag_after)
+                return flagged
             except ReadError as exc:
                 self._count_error_locked(exc.reason, str(exc))
             except Exception as exc:
@@ -355,6 +462,9 @@ class Sampler:
         return None
 
     def _run(self) -> None:
+        if self._ring is not None:
+            self._run_native()
+            return
         src = self._source
         psrc = self._psrc
         read = src.read
@@ -427,6 +537,39 @@ class Sampler:
         self._flush()
         self._cpu_s = thread_time()
 
+    def _run_native(self) -> None:
+        """The Python side of the native reader: upkeep, draining and decoding."""
+        psrc, ring = self._psrc, self._ring
+        assert psrc is not None and ring is not None
+        plan = psrc.pread_plan()
+        self._decode = psrc.decode
+        maintain_every = max(plan.maintain_interval_s, self.interval_s)
+        flush_every = max(NATIVE_FLUSH_PERIOD_S, maintain_every, self.interval_s)
+        monotonic = time.monotonic
+        self._maintain_native(psrc)
+        ring.start()
+        next_maintain = monotonic() + maintain_every
+        try:
+            while not self._stopping:
+                now = monotonic()
+                if now >= next_maintain:
+                    next_maintain = now + maintain_every
+                    self._maintain_native(psrc)
+                else:
+                    self._flush()
+                with self._cond:
+                    if not self._stopping:
+                        self._cond.wait(min(flush_every, max(next_maintain - monotonic(), 0.0)))
+        finally:
+            ring.stop()
+            self._flush()
+            self._cpu_s = time.thread_time()
+
+    def _maintain_native(self, src: PreadSource) -> None:
+        """Upkeep beside the native reader: the flagged files fail as ``vanished`` in the
+        first reading taken after upkeep began."""
+        self._maintain(src, flag_after=time.monotonic())
+
     # ---- readers ---------------------------------------------------------------------
     @property
     def count(self) -> int:
@@ -448,13 +591,20 @@ class Sampler:
         return self._cpu_now()
 
     def _cpu_now(self) -> float:
+        """The Python thread's CPU time, plus the native reader thread's."""
+        native = 0.0 if self._ring is None else float(self._ring.cpu_s())
         clock, thread = self._cpu_clock, self._thread
         if clock is not None and thread is not None and thread.is_alive():
             try:
-                return time.clock_gettime(clock)
+                return time.clock_gettime(clock) + native
             except OSError:  # the thread ended just now: its final figure is in _cpu_s
                 pass
-        return self._cpu_s
+        return self._cpu_s + native
+
+    def _missed_now(self) -> int:
+        if self._ring is None:
+            return self._missed
+        return int(self._ring.missed) + int(self._ring.overflowed)
 
     @property
     def last_time(self) -> float | None:
@@ -473,7 +623,7 @@ class Sampler:
                 samples=self._count,
                 errors=dict(self._errors),
                 cpu_s=self._cpu_now(),
-                missed_slots=self._missed,
+                missed_slots=self._missed_now(),
                 channel_errors=tuple(dict(e) for e in self._channel_errors),
                 failed=self._failed,
             )
@@ -537,7 +687,16 @@ class Sampler:
         with self._cond:
             self._waiting += 1  # the thread then decodes each reading at once
             try:
-                return self._cond.wait_for(ready, timeout_s) and done()
+                if self._ring is None:
+                    return self._cond.wait_for(ready, timeout_s) and done()
+                # The native reader notifies nobody: look at its ring every interval.
+                deadline = time.monotonic() + timeout_s
+                while not ready():
+                    left = deadline - time.monotonic()
+                    if left <= 0.0:
+                        return False
+                    self._cond.wait(min(left, self.interval_s))
+                return done()
             finally:
                 self._waiting -= 1
 

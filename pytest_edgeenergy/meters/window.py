@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..board.types import TotalMethod
 from .sampler import Counters, EdgeReading
 from .source import Quantity
-
-if TYPE_CHECKING:
-    from .meter import Meter
 
 
 @dataclass(frozen=True)
@@ -147,6 +144,8 @@ class WindowResult:
     may still be valid."""
     edge_readings: int = 0
     """Synchronous readings taken at the window's edges (0 when the source offers none)."""
+    sampler: str = ""
+    """Which sampler read the source: ``native`` (C reader thread) or ``python``."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``measure --json`` contract plus extra keys (peaks, jitter, idle/net)."""
@@ -167,6 +166,7 @@ class WindowResult:
             "read_errors": dict(self.read_errors),
             "sampler_cpu_s": _num(self.sampler_cpu_s),
             "source": self.source,
+            "sampler": self.sampler,
             "quantity": self.quantity,
             "simulated": self.simulated,
             "min_seconds": _num(self.min_duration_s),
@@ -185,12 +185,18 @@ def _num(x: float | None) -> float | None:
     return float(x)
 
 
+class WindowOwner(Protocol):
+    """What a window needs of its meter (:class:`~.meter.Meter`): to end it."""
+
+    def finish_window(self, window: Window) -> WindowResult: ...
+
+
 class Window:
     """An open measurement window; :meth:`end` closes it and returns its result."""
 
     def __init__(
         self,
-        meter: Meter,
+        meter: WindowOwner,
         label: str,
         t0: float,
         begin: Counters,

@@ -133,9 +133,11 @@ class _ValidityRequired(TypedDict):
 
 
 class Validity(_ValidityRequired, total=False):
-    """``tests[].validity``; ``invalid_rails`` only when a rail failed on its own."""
+    """``tests[].validity``; ``invalid_rails`` only when a rail failed on its own;
+    ``sampler`` (``native``/``python``) when the windows' sampler is known."""
 
     invalid_rails: dict[str, str]
+    sampler: str
 
 
 class _ResultRequired(TypedDict):

@@ -134,4 +134,7 @@ def validity_of(windows: Sequence[WindowResult]) -> Validity:
     failed_rails = invalid_rails_of(windows)
     if failed_rails:
         validity["invalid_rails"] = failed_rails
+    samplers = sorted({w.sampler for w in windows if w.sampler})
+    if samplers:
+        validity["sampler"] = "+".join(samplers)
     return validity
