@@ -4,7 +4,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# setup.py and the C file: the native sampler extension, built in place by `pip install -e`.
+BUILD_INPUTS := pyproject.toml setup.py pytest_edgeenergy/meters/_preadring.c
+STAMP := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 # On a Jetson the suites run on the board itself; elsewhere on a virtual Orin Nano.
 BOARD ?= $(shell test -e /etc/nv_tegra_release && echo "" || echo "--edge-board=sim:orin-nano")
 POWER_MODE ?= 15W
@@ -21,11 +23,11 @@ SUITE_ARGS ?= --power-mode=$(POWER_MODE) --edge-items=16 --edge-repeats=3 --batc
 # torch from a local folder does not match PyPI's torchvision.
 TORCH_SPEC ?= torch==2.13.0 torchvision==0.28.0
 
-$(STAMP): pyproject.toml
+$(STAMP): $(BUILD_INPUTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c 'import torch, torchvision' 2>/dev/null || \
 	    PIP_FIND_LINKS= $(BIN)/python -m pip install --isolated -q $(TORCH_SPEC)
-	$(BIN)/python -m pip install -q -e '.[test,lint,analysis,suites]'
+	$(BIN)/python -m pip install -q -e '.[test,lint,analysis,suites,search]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

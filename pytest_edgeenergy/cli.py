@@ -16,7 +16,7 @@ from typing import Any
 from . import __version__
 from .errors import EdgeEnergyError
 from .extras import missing_extra
-from .settings import SIM_MODELS, SOURCES
+from .plugin.options import SIM_MODELS, SOURCES
 
 
 class CliError(EdgeEnergyError):
@@ -66,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     # Listed for --help; main() hands their arguments to their own parsers.
     sub.add_parser("tegrastats-energy", help="integrate a tegrastats log (see its --help)")
     sub.add_parser("compare", help="compare reports, gate regressions (see its --help)")
+    sub.add_parser("search", help="search a replayed profile table (see its --help)")
     return p
 
 
@@ -75,6 +76,10 @@ def _passthrough(command: str, rest: list[str]) -> int:
         from .report.compare import compare_main
 
         return compare_main(rest)
+    if command == "search":
+        from .search.cli import search_main
+
+        return search_main(rest)
     from .meters.tegrastats import tegrastats_energy_main
 
     return tegrastats_energy_main(rest)
@@ -83,7 +88,7 @@ def _passthrough(command: str, rest: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] in ("compare", "tegrastats-energy"):
+        if argv and argv[0] in ("compare", "search", "tegrastats-energy"):
             return _passthrough(argv[0], argv[1:])
         return _dispatch(_parser().parse_args(argv))
     except BrokenPipeError:  # output piped into `head`: not an error of ours
@@ -137,9 +142,12 @@ def _need_root(root: Path) -> None:
 
 def _board(args: argparse.Namespace) -> int:
     from .board.detect import board_json, detect
+    from .meters.native import board_sampler
 
     _need_root(args.root)
     data = board_json(detect(args.root))
+    sampler = board_sampler(bool(data["rails"]))
+    data["sampler"], data["sampler_note"] = sampler["kind"], sampler["note"]
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
@@ -172,6 +180,9 @@ def _board_text(data: dict[str, Any]) -> str:
             f"  {r['name']:<20} {where:<28} {r.get('unit', '')}"
             + ("  (total)" if r["is_total"] else "")
         )
+    if data.get("sampler"):
+        note = data.get("sampler_note")
+        lines.append(f"sampler: {data['sampler']}" + (f"  ({note})" if note else ""))
     modes = data.get("power_modes") or []
     if modes:
         lines.append("power modes: " + ", ".join(f"{m['id']} {m['name']}" for m in modes))
@@ -221,7 +232,7 @@ def _measure(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
     else:
-        from .summary import window_text
+        from .plugin.summary import window_text
 
         print(window_text(result))
         for line in warnings:

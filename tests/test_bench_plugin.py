@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from pytest_edgeenergy.bench.options import (
+from pytest_edgeenergy.plugin.bench_options import (
     BENCH_OPTIONS,
     DEFAULT,
     BenchSettingsError,
     build,
     selected,
 )
-from pytest_edgeenergy.settings import SettingsError
+from pytest_edgeenergy.plugin.options import SettingsError
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from pytest_edgeenergy.bench.result import (
     RepeatResult,
     merge_report,
 )
-from pytest_edgeenergy.bench.summary import SUMMARY_HEADER, format_rows, summary_rows
 from pytest_edgeenergy.control.operating_point import OperatingPoint
 from pytest_edgeenergy.meters.window import RailEnergy, TotalEnergy, WindowResult
+from pytest_edgeenergy.plugin.bench_summary import SUMMARY_HEADER, format_rows, summary_rows
 from pytest_edgeenergy.report.schema import report_schema
 
 

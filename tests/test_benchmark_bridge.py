@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_edgeenergy.bench.pytest_benchmark_bridge import (
+from pytest_edgeenergy.bench.extra_info import (
     fill,
     flat_figures,
     flat_key,

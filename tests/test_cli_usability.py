@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.plugin.options import Settings
+from pytest_edgeenergy.plugin.records import TestEnergy as Record
+from pytest_edgeenergy.plugin.session import EnergySession
+from pytest_edgeenergy.plugin.summary import summary_lines
 from pytest_edgeenergy.report.load import ReportError, load_report
 from pytest_edgeenergy.report.synthetic import synthetic_report
-from pytest_edgeenergy.session import EnergySession
-from pytest_edgeenergy.session import TestEnergy as Record
-from pytest_edgeenergy.settings import Settings
 from pytest_edgeenergy.sim.runner import LOAD_OVERRIDE, SimProcess
 from pytest_edgeenergy.sim.tree import create
-from pytest_edgeenergy.summary import summary_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTRA_HINT = "pip install 'pytest-edgeenergy[analysis]'"

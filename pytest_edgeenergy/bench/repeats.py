@@ -21,7 +21,7 @@ from .result import RepeatResult
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ..session import EnergySession, OpenWindow
+    from .measuring import MeasuringSession, WindowHandle
 
 __all__ = ["MAX_KEPT_LATENCIES", "Repeats"]
 
@@ -34,7 +34,7 @@ class Repeats:
 
     def __init__(
         self,
-        session: EnergySession,
+        session: MeasuringSession,
         nodeid: str,
         fn: Callable[[], object],
         *,
@@ -63,7 +63,7 @@ class Repeats:
         self._setup = setup
         self._on_repeat = on_repeat
         self.results: list[RepeatResult] = []
-        self._handle: OpenWindow | None = None
+        self._handle: WindowHandle | None = None
         self._lat = array("d")
         self._append: Callable[[float], None] | None = None
         self._gc_was_enabled = True

@@ -331,8 +331,8 @@ class BenchResult:
 
     def extra_info(self) -> dict[str, Any]:
         """This run alone as pytest-benchmark's ``extra_info``: flat figures with units in
-        the names (:func:`.pytest_benchmark_bridge.flat_figures`) and :meth:`shape`."""
-        from .pytest_benchmark_bridge import flat_figures
+        the names (:func:`.extra_info.flat_figures`) and :meth:`shape`."""
+        from .extra_info import flat_figures
 
         figures = flat_figures(self.metrics(), self.validity(), simulated=self.simulated)
         return {**figures, **self.shape()}

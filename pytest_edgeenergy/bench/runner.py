@@ -10,7 +10,7 @@ synchronised at the window edges and after each call, so per-call latency is rea
 
 When the test also uses pytest-benchmark's ``benchmark`` and has not used it yet, the first
 run's repeats are the rounds of ``benchmark.pedantic`` (:mod:`.repeats`); the energy figures
-go into ``benchmark.extra_info`` after every run and phase (:mod:`.pytest_benchmark_bridge`).
+go into ``benchmark.extra_info`` after every run and phase (:mod:`.extra_info`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from . import pytest_benchmark_bridge as bridge
+from . import extra_info as bridge
 from .memory import FitVerdict, MemInfoError, ProcessPeak, check_fits
-from .options import BenchSettings
 from .repeats import Repeats
 from .result import (
     BenchReport,
@@ -35,12 +34,13 @@ from .result import (
     merge_report,
     metric_prefixes,
 )
+from .settings import BenchSettings
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from ..meters.meter import Meter
-    from ..session import EnergySession
+    from .measuring import MeasuringSession
 
 __all__ = [
     "CALIBRATION_MARGIN",
@@ -115,7 +115,7 @@ class EdgeBench:
 
     def __init__(
         self,
-        session: EnergySession,
+        session: MeasuringSession,
         nodeid: str,
         settings: BenchSettings,
         *,

@@ -1,6 +1,7 @@
-"""From a pytest session's measurements to the JSON report, and the gate at the end.
+"""The JSON report of a pytest session: its writer, and one entry per finished test.
 
-The report writer is made when the board is set up; the file is written at the first
+It takes what it writes (the board, its root, the idle baseline, the test records), never
+the session. The report writer is made when the board is set up; the file is written at the first
 finished test and rewritten atomically after every one (see
 :class:`.report.writer.ReportWriter`), so a killed run keeps every finished test and a run
 that finished none leaves no file.
@@ -15,18 +16,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .meters.window import WindowResult
-    from .report.model import Metric, Validity
-    from .report.writer import ReportWriter
-    from .session import EnergySession, TestEnergy
+    from ..board.detect import Board
+    from ..meters.meter import IdleBaseline
+    from ..meters.window import WindowResult
+    from ..report.model import Metric, Validity
+    from ..report.writer import ReportWriter
+    from .records import TestEnergy
 
 
 def open_writer(
-    es: EnergySession, reports_dir: Path, settings: Mapping[str, Any], *, overwrite: bool = False
+    board: Board,
+    root: Path,
+    idle_baseline: IdleBaseline | None,
+    settings: Mapping[str, Any],
+    *,
+    path: Path | None,
+    reports_dir: Path,
+    overwrite: bool = False,
 ) -> ReportWriter:
-    """The report writer for this session's board; the file is written at the first
-    finished test (``overwrite``: an existing file of another run may then be replaced)."""
-    from .report.model import (
+    """The report writer for ``board`` (read under ``root``), its header holding the idle
+    baseline and the run's ``settings``; written to ``path``, or to a new file named after
+    the device and the time in ``reports_dir``. The file is written at the first finished
+    test (``overwrite``: an existing file of another run may then be replaced)."""
+    from ..report.model import (
         build_device,
         build_header,
         build_idle,
@@ -34,15 +46,12 @@ def open_writer(
         file_sha256,
         git_info,
     )
-    from .report.writer import ReportWriter, default_report_path
+    from ..report.writer import ReportWriter, default_report_path
 
-    assert es.board is not None and es.root is not None
-    device = build_device(
-        es.board.identity, es.board.rails, file_sha256(es.root / "etc/nvpmodel.conf")
-    )
+    device = build_device(board.identity, board.rails, file_sha256(root / "etc/nvpmodel.conf"))
     idle = None
-    if es.idle is not None and es.idle.valid and es.idle.power_w is not None:
-        idle = build_idle(es.idle.power_w, es.idle.rails_w, es.idle.samples)
+    if idle_baseline is not None and idle_baseline.valid and idle_baseline.power_w is not None:
+        idle = build_idle(idle_baseline.power_w, idle_baseline.rails_w, idle_baseline.samples)
     header = build_header(
         device,
         command_line=sys.argv,
@@ -50,29 +59,29 @@ def open_writer(
         git=git_info(Path.cwd()),
         idle=idle,
     )
-    path = es.settings.report or default_report_path(
+    target = path or default_report_path(
         reports_dir, device_slug(device), datetime.now(timezone.utc)
     )
-    return ReportWriter(path, header, overwrite=overwrite)
+    return ReportWriter(target, header, overwrite=overwrite)
 
 
 def window_metrics(windows: Sequence[WindowResult]) -> dict[str, Metric]:
     """Metrics of an ``energy`` fixture test (see :func:`.report.windows.labelled_metrics`)."""
-    from .report.windows import labelled_metrics
+    from ..report.windows import labelled_metrics
 
     return labelled_metrics(windows)
 
 
 def window_validity(windows: Sequence[WindowResult]) -> Validity | None:
     """The validity of an ``energy`` fixture test; None when it measured no window."""
-    from .report.windows import validity_of
+    from ..report.windows import validity_of
 
     return validity_of(windows) if windows else None
 
 
 def test_entry(rec: TestEnergy) -> dict[str, Any]:
     """The report's entry for one finished test."""
-    from .report.model import build_operating_point, build_params, build_result
+    from ..report.model import build_operating_point, build_params, build_result
 
     params = dict(rec.params)
     params.pop("operating_point", None)  # rec.operating_point holds requested and read-back

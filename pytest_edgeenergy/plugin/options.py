@@ -1,7 +1,9 @@
-"""One validated Settings value built from the command line, environment and ini file.
+"""The plugin's options (CLI flags, ini keys, environment variables) and the validated
+settings built from them.
 
-Precedence is CLI > environment > ini > default. Every error names where the bad value
-came from, e.g. ``EDGEENERGY_INTERVAL_MS=abc (environment): not a number``.
+Cheap to import: pytest asks for the options of every run, ``--help`` included. Precedence
+is CLI > environment > ini > default. Every error names where the bad value came from,
+e.g. ``EDGEENERGY_INTERVAL_MS=abc (environment): not a number``.
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from .board.generations import MODEL_NAMES
-from .errors import EdgeEnergyError
-from .report.target import report_target_problem
+from ..board.generations import MODEL_NAMES
+from ..errors import EdgeEnergyError
 
 SIM_MODELS = MODEL_NAMES
 SOURCES = ("auto", "ina", "tegrastats", "jtop", "nvml", "rapl")
@@ -217,6 +218,8 @@ def build(config: pytest.Config) -> Settings:
     overwrite_v = _raw(config, "report_overwrite")
     overwrite = yes_no(overwrite_v) if overwrite_v is not None else False
     if report_v is not None:
+        from ..report.target import report_target_problem
+
         problem = report_target_problem(Path(report_v.text), overwrite=overwrite)
         if problem is not None:
             raise SettingsError(f"{report_v.origin}: {report_v.text!r}: {problem}")
@@ -329,6 +332,9 @@ CONTROL_OPTIONS: dict[str, Option] = {
     ),
 }
 
+POINT_DIMENSIONS = ("power_mode", "cpu_freq", "gpu_freq", "emc_freq", "cpu_cores", "governor")
+"""The grid options that name an operating point (all but ``batch_size``)."""
+
 VALUED_CONTROL_OPTIONS = ("settle_s", "lock_timeout_s")
 DEFAULT_LOCK_TIMEOUT_S = 300.0
 
@@ -392,6 +398,11 @@ def parse_batch_sizes(v: Value | None) -> tuple[int, ...]:
     if not sizes:
         raise SettingsError(f"{v.origin}: no batch size given")
     return tuple(sizes)
+
+
+def any_point_option(config: pytest.Config) -> bool:
+    """True when an option, env or ini value (not a marker) asks for an operating point."""
+    return any(grid_value(config, d) is not None for d in POINT_DIMENSIONS)
 
 
 @dataclass(frozen=True)
@@ -523,3 +534,155 @@ def build_gate(config: pytest.Config) -> GateSettings:
         one("save_baseline"),
         fail_insufficient=yes_no(strict) if strict is not None else False,
     )
+
+
+# -- the operating-point search ------------------------------------------------------------
+
+SEARCH_OPTIONS: dict[str, Option] = {
+    "strategy": Option(
+        "--edge-search",
+        "edge_search",
+        "EDGEENERGY_SEARCH",
+        "search the grid options' values (each may say all) for the best operating point "
+        "with this strategy: grid, random, binary, optuna, auto; tests taking operating_point "
+        "become a dvfs reference and trial0..trialN-1",
+        None,
+        metavar="STRATEGY",
+    ),
+    "objective": Option(
+        "--edge-objective",
+        "edge_objective",
+        "EDGEENERGY_OBJECTIVE",
+        "what --edge-search minimises: min-energy (J per item), min-time, min-edp, pareto "
+        "(default min-energy)",
+        "min-energy",
+        metavar="OBJ",
+    ),
+    "trials": Option(
+        "--edge-trials",
+        "edge_trials",
+        "EDGEENERGY_TRIALS",
+        "points --edge-search profiles per test (the dvfs reference not counted)",
+        None,
+        metavar="N",
+    ),
+    "power_budget_w": Option(
+        "--edge-power-budget-w",
+        "edge_power_budget_w",
+        "EDGEENERGY_POWER_BUDGET_W",
+        "--edge-search: mean power a point may draw",
+        None,
+        metavar="W",
+    ),
+    "latency_budget_s": Option(
+        "--edge-latency-budget-s",
+        "edge_latency_budget_s",
+        "EDGEENERGY_LATENCY_BUDGET_S",
+        "--edge-search: time per item (per test window without items) a point may take",
+        None,
+        metavar="S",
+    ),
+    "seed": Option(
+        "--edge-seed",
+        "edge_seed",
+        "EDGEENERGY_SEED",
+        "--edge-search: seed of the random, optuna and auto strategies (default 0)",
+        "0",
+        metavar="K",
+    ),
+    "resume": Option(
+        "--edge-search-resume",
+        "edge_search_resume",
+        "EDGEENERGY_SEARCH_RESUME",
+        "--edge-search: continue the searches of this report (same strategy, objective, "
+        "budgets and seed); its trials count towards --edge-trials",
+        None,
+        metavar="REPORT",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The ``--edge-search`` options, validated (names checked against the search
+    package's registries)."""
+
+    strategy: str
+    objective: str
+    trials: int
+    power_budget_w: float | None
+    latency_budget_s: float | None
+    seed: int
+    resume: Path | None
+
+
+def add_search_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("edgeenergy")
+    for key, opt in SEARCH_OPTIONS.items():
+        group.addoption(
+            opt.flag,
+            dest=f"edge_search_{key}",
+            default=None,
+            metavar=opt.metavar,
+            help=f"{opt.help} (env {opt.env}, ini {opt.ini})",
+        )
+        parser.addini(opt.ini, help=f"{opt.help} (env {opt.env})", default=None)
+
+
+def _search_value(config: pytest.Config, key: str) -> Value | None:
+    return lookup(config, SEARCH_OPTIONS[key], f"edge_search_{key}")
+
+
+def build_search(config: pytest.Config) -> SearchSettings | None:
+    """The search options (None without ``--edge-search``); :class:`SettingsError` naming
+    the option, its value and what is allowed. The search package is imported only when a
+    search is asked for."""
+    strategy = _search_value(config, "strategy")
+    given = [k for k in SEARCH_OPTIONS if k != "strategy" and _search_value(config, k)]
+    if strategy is None:
+        if given:
+            opt = SEARCH_OPTIONS[given[0]]
+            raise SettingsError(f"{opt.flag} is an option of --edge-search=STRATEGY: give both")
+        return None
+    from ..search.objective import OBJECTIVES
+    from ..search.strategy import STRATEGIES
+
+    if strategy.text not in STRATEGIES:
+        raise SettingsError(
+            f"{strategy.origin}: unknown strategy {strategy.text!r}; allowed: "
+            f"{', '.join(STRATEGIES)}"
+        )
+    objective = _search_value(config, "objective") or Value("min-energy", "default")
+    if objective.text not in OBJECTIVES:
+        raise SettingsError(
+            f"{objective.origin}: unknown objective {objective.text!r}; allowed: "
+            f"{', '.join(OBJECTIVES)}"
+        )
+    trials_v = _search_value(config, "trials")
+    if trials_v is None:
+        raise SettingsError("--edge-search needs --edge-trials=N: how many points to profile")
+    trials = _integer(trials_v)
+    if trials < 1:
+        raise SettingsError(f"{trials_v.origin}: {trials_v.text!r}: at least 1 trial is needed")
+    seed_v = _search_value(config, "seed")
+    resume_v = _search_value(config, "resume")
+    resume = Path(resume_v.text) if resume_v is not None else None
+    if resume_v is not None and resume is not None and not resume.is_file():
+        raise SettingsError(f"{resume_v.origin}: {resume_v.text!r}: no such report file")
+    budgets = [_search_value(config, k) for k in ("power_budget_w", "latency_budget_s")]
+    return SearchSettings(
+        strategy=strategy.text,
+        objective=objective.text,
+        trials=trials,
+        power_budget_w=_positive_float(budgets[0]) if budgets[0] is not None else None,
+        latency_budget_s=_positive_float(budgets[1]) if budgets[1] is not None else None,
+        seed=_integer(seed_v) if seed_v is not None else 0,
+        resume=resume,
+    )
+
+
+def _integer(v: Value) -> int:
+    try:
+        return int(v.text.strip())
+    except ValueError:
+        raise SettingsError(f"{v.origin}: {v.text!r} is not an integer") from None

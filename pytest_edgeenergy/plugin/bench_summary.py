@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .result import BenchResult
+from ..bench.result import BenchResult
 
 __all__ = ["SUMMARY_HEADER", "format_rows", "summary_rows"]
 

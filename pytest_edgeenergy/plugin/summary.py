@@ -2,20 +2,45 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .words import counted
+from ..words import counted
 
 if TYPE_CHECKING:
-    from .meters.meter import WindowResult
-    from .session import EnergySession
+    from ..board.detect import Board
+    from ..meters.meter import IdleBaseline, WindowResult
+    from .records import TestEnergy
+
+
+class SessionView(Protocol):
+    """What the summary reads of a session (:class:`.session.EnergySession` is one)."""
+
+    @property
+    def board(self) -> Board | None: ...
+
+    @property
+    def idle(self) -> IdleBaseline | None: ...
+
+    @property
+    def tests(self) -> Mapping[str, TestEnergy]: ...
+
+    @property
+    def point_order(self) -> Sequence[str]: ...
+
+    @property
+    def report_path(self) -> Path | None: ...
+
+    @property
+    def report_errors(self) -> Sequence[str]: ...
 
 
 def _fmt(x: float | None, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
 
-def board_line(es: EnergySession) -> str:
+def board_line(es: SessionView) -> str:
     """One line naming the board, how its total is formed and the idle baseline."""
     b = es.board
     if b is None:
@@ -35,7 +60,7 @@ def board_line(es: EnergySession) -> str:
     return f"board: {name}; L4T {ident.l4t or '-'}; {total}{idle}"
 
 
-def summary_lines(es: EnergySession) -> list[str]:
+def summary_lines(es: SessionView) -> list[str]:
     """The energy table printed after the test session."""
     rows = [("test", "window", "status", "s", "energy J", "net J", "mean W", "samples", "valid")]
     benched = skipped = 0

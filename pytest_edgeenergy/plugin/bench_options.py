@@ -2,24 +2,22 @@
 quick smoke runs and the workload filter.
 
 Precedence is CLI > environment > ini > default, as for the session's options
-(:mod:`pytest_edgeenergy.settings`); every error names where the bad value came from.
+(:mod:`.options`); every error names where the bad value came from.
 ``--edge-quick`` only replaces the *defaults* with tiny counts: a value given explicitly on
 the command line, in the environment or in the ini file still wins.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import math
-from dataclasses import dataclass
 
 import pytest
 
-from ..settings import Option, SettingsError, Value, lookup
+from ..bench.settings import DEFAULT, QUICK, BenchSettings
+from .options import Option, SettingsError, Value, lookup
 
 __all__ = [
     "BENCH_OPTIONS",
-    "BENCH_SETTINGS_KEY",
     "DEFAULT",
     "QUICK",
     "BenchSettings",
@@ -27,48 +25,12 @@ __all__ = [
     "add_options",
     "build",
     "selected",
-    "settings_for",
 ]
 
 
 class BenchSettingsError(SettingsError):
     """A bad benchmark option; the message names the option, its source and what is allowed."""
 
-
-@dataclass(frozen=True)
-class BenchSettings:
-    """How ``edge_bench`` runs a workload: fixed work per repeat, in energy windows."""
-
-    items: int | None
-    """Items (inferences, samples...) per repeat; None = two calls' worth (``--edge-quick``)."""
-    repeats: int
-    """Measured windows per run."""
-    warmup: int
-    """Unmeasured calls before the first window (also used to calibrate the window length)."""
-    min_window_s: float
-    """A repeat shorter than this gets more calls (calibrated from the warm-up)."""
-    quick: bool = False
-    workloads: tuple[str, ...] = ()
-    """Workload filter: names or glob patterns, lower case; empty = every workload."""
-
-    def items_for(self, items_per_call: int) -> int:
-        """Items per repeat for a workload doing ``items_per_call`` items per call."""
-        if self.items is None:
-            return 2 * items_per_call
-        return self.items
-
-    def selects(self, workload: str) -> bool:
-        """True when ``workload`` passes the ``--workload`` filter (case-insensitive globs)."""
-        if not self.workloads:
-            return True
-        name = workload.lower()
-        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.workloads)
-
-
-DEFAULT = BenchSettings(items=3200, repeats=10, warmup=2, min_window_s=0.5)
-"""The study's protocol: 3,200 items per repeat, 10 repeats."""
-QUICK = BenchSettings(items=None, repeats=2, warmup=1, min_window_s=0.1, quick=True)
-"""Smoke runs: two calls' worth of items, 2 repeats, 1 warm-up call, 0.1 s windows."""
 
 BENCH_OPTIONS: dict[str, Option] = {
     "items": Option(
@@ -126,8 +88,6 @@ BENCH_OPTIONS: dict[str, Option] = {
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
-
-BENCH_SETTINGS_KEY = pytest.StashKey[BenchSettings]()
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -213,15 +173,6 @@ def build(config: pytest.Config) -> BenchSettings:
     )
 
 
-def settings_for(config: pytest.Config) -> BenchSettings:
-    """The session's benchmark settings, built once and kept in ``config.stash``."""
-    cached = config.stash.get(BENCH_SETTINGS_KEY, None)
-    if cached is None:
-        cached = build(config)
-        config.stash[BENCH_SETTINGS_KEY] = cached
-    return cached
-
-
 def selected(workload: str, config: pytest.Config) -> bool:
     """True when ``workload`` passes ``--workload`` (names or globs, case-insensitive)."""
-    return settings_for(config).selects(workload)
+    return build(config).selects(workload)

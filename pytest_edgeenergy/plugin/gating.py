@@ -3,23 +3,22 @@ checked before any test runs, its verdict at the end."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import pytest
 
 if TYPE_CHECKING:
-    from .session import EnergySession
-    from .settings import GateSettings
+    from .options import GateSettings
 
 Outcome = Literal["passed", "failed", "usage error"]
 
 
 def _expr_problem(text: str) -> str | None:
     """Why a gate expression is unusable before any test ran, or None."""
-    from .report.gate import GateExprError, parse_expr
-    from .report.metric_names import name_problem
+    from ..report.gate import GateExprError, parse_expr
+    from ..report.metric_names import name_problem
 
     try:
         expr = parse_expr(text)
@@ -61,30 +60,31 @@ def check_markers(items: Iterable[pytest.Item]) -> None:
                 raise pytest.UsageError(f"{item.nodeid}: edge_gate({str(arg)!r}): {problem}")
 
 
-def run_gate(es: EnergySession, report_path: Path) -> Outcome:
-    """Compare this run with its baseline and save it as a baseline if asked.
+def run_gate(
+    gate: GateSettings, overrides: Mapping[str, Sequence[str]], report_path: Path
+) -> tuple[Outcome, list[str]]:
+    """Compare this run's report with its baseline (``gate.fail``, and each test's own
+    ``edge_gate`` thresholds in ``overrides``) and save it as a baseline if asked; returns
+    the outcome and the lines to show.
 
     A baseline of another device is never used, and a missing or empty baseline directory
     is "no baseline yet": messages, not failures. An expression naming a metric no result
     carries is a usage error.
     """
-    from .report.baselines import save_baseline
-    from .report.gate import GateExprError, gate_against, render_verdict
-    from .report.load import ReportError, load_report
+    from ..report.baselines import save_baseline
+    from ..report.gate import GateExprError, gate_against, render_verdict
+    from ..report.load import ReportError, load_report
 
-    gate = es.gate
-    if gate is None:
-        return "passed"
     lines: list[str] = []
     outcome: Outcome = "passed"
-    if gate.baseline is not None and (gate.fail or es.gate_overrides):
+    if gate.baseline is not None and (gate.fail or overrides):
         try:
             report = load_report(report_path)
             verdict = gate_against(
                 gate.baseline,
                 report,
                 gate.fail,
-                es.gate_overrides,
+                overrides,
                 strict=gate.fail_insufficient,
             )
         except GateExprError as e:
@@ -106,8 +106,7 @@ def run_gate(es: EnergySession, report_path: Path) -> Outcome:
             lines.append(f"edgeenergy: baseline saved to {saved}")
         except (ReportError, OSError) as e:
             lines.append(f"edgeenergy: baseline not saved: {e}")
-    es.gate_lines = lines
-    return outcome
+    return outcome, lines
 
 
 def exit_status(outcome: Outcome, status: int | pytest.ExitCode) -> int | pytest.ExitCode:

@@ -1,11 +1,12 @@
-"""pytest-benchmark's ``benchmark`` fixture beside ``energy`` and ``edge_bench``.
+"""Energy figures for pytest-benchmark's ``benchmark.extra_info``, and its fixture's state.
 
 The energy figures of a test go into ``benchmark.extra_info`` as flat keys with the unit in
 the name (``energy_j``, ``power_mean_w``, ``energy_per_item_j``, ``energy_j.VDD_IN``), made
 from the metrics of the test's report entry: :func:`flat_figures`. pytest-benchmark keeps
 that same dict in its stats and serialises it at session end (``--benchmark-json``,
-``--benchmark-save``), so filling it at the test's teardown (:func:`fill_at_teardown`)
-reaches its JSON.
+``--benchmark-save``), so filling it at the test's teardown
+(:func:`pytest_edgeenergy.plugin.benchmark_bridge.fill_at_teardown`) reaches its JSON.
+Nothing here imports pytest-benchmark: the fixture object is duck-typed.
 
 ``edge_bench.run`` drives a ``benchmark`` the test has not used yet through
 ``benchmark.pedantic`` (see :mod:`.repeats`), so the test has pytest-benchmark stats of the
@@ -18,19 +19,14 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
 from ..report.model import METRIC_UNITS
 
 if TYPE_CHECKING:
     from ..report.model import Metric, Validity
-    from ..session import TestEnergy
 
 __all__ = [
     "UNIT_SUFFIXES",
-    "benchmark_fixture",
     "fill",
-    "fill_at_teardown",
     "flat_figures",
     "flat_key",
     "unused",
@@ -46,8 +42,6 @@ UNIT_SUFFIXES: dict[str, str] = {
     "B": "_bytes",
 }
 """The suffix a metric's unit adds to its ``extra_info`` key; other units are slugged."""
-
-_BENCHMARK_KEY = pytest.StashKey[Any]()
 
 
 def _suffix(unit: str) -> str:
@@ -83,16 +77,6 @@ def flat_figures(
     return out
 
 
-def benchmark_fixture(request: pytest.FixtureRequest) -> Any | None:
-    """The test's ``benchmark`` fixture when it uses one (None otherwise), kept on the item
-    for :func:`fill_at_teardown`."""
-    if "benchmark" not in request.fixturenames:
-        return None
-    benchmark = request.getfixturevalue("benchmark")
-    request.node.stash[_BENCHMARK_KEY] = benchmark
-    return benchmark
-
-
 def unused(benchmark: object) -> bool:
     """True while neither ``benchmark(...)`` nor ``benchmark.pedantic(...)`` has run.
 
@@ -110,19 +94,3 @@ def fill(benchmark: object, info: Mapping[str, Any]) -> None:
     extra = getattr(benchmark, "extra_info", None)
     if isinstance(extra, dict):
         extra.update(info)
-
-
-def fill_at_teardown(item: pytest.Item, rec: TestEnergy, *, simulated: bool) -> None:
-    """After a test's teardown: its report entry's figures into its ``benchmark.extra_info``."""
-    benchmark = item.stash.get(_BENCHMARK_KEY, None)
-    if benchmark is None:
-        return
-    from ..reporting import test_entry
-
-    try:
-        entry = test_entry(rec)
-    except ValueError:
-        return  # the report write fails the same way and says so (REPORT ERROR)
-    if not entry["metrics"] and entry["validity"] is None:
-        return  # nothing measured
-    fill(benchmark, flat_figures(entry["metrics"], entry["validity"], simulated=simulated))
