@@ -12,12 +12,10 @@ the harness's, not the simulator's), with no idle baseline and settle time 0.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from bench_plugin_cost import pytest_run_s
 
 from pytest_edgeenergy.sim.tree import create
 
@@ -40,16 +38,7 @@ def test_point(i):
 
 
 def _pytest(folder: Path, *args: str) -> float:
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-    )
-    elapsed = time.perf_counter() - started
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    return elapsed
+    return pytest_run_s(folder, *args)[0]
 
 
 @pytest.fixture(scope="module")

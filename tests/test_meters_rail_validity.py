@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import sampler_kinds
 
 from pytest_edgeenergy.board.rails import discover_rails
 from pytest_edgeenergy.board.types import Rail, RailMap
 from pytest_edgeenergy.cli import main
 from pytest_edgeenergy.meters.ina import InaSource
 from pytest_edgeenergy.meters.meter import Meter
-from pytest_edgeenergy.meters.native import ENV_VAR, load_extension
 from pytest_edgeenergy.meters.source import PreadFn
 from pytest_edgeenergy.meters.window import WindowResult
 from pytest_edgeenergy.plugin.summary import validity_text, window_text
@@ -30,19 +30,14 @@ from pytest_edgeenergy.report.schema import validate
 from pytest_edgeenergy.report.windows import validity_of, window_metrics
 from pytest_edgeenergy.sim.tree import create
 
+sampler_kind = sampler_kinds.sampler_kind  # autouse: every test under both samplers
+
 HWMON = "sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon1"
 IIO = "sys/bus/i2c/drivers/ina3221x/6-0040/iio:device0"
 INA238 = "sys/bus/i2c/drivers/ina238/2-0044/hwmon/hwmon6"
 WAIT_S = 20.0  # generous bound for a loaded 2-core machine; never a speed claim
 POWER_W = {"VDD_IN": 10.0, "VDD_CPU": 3.0, "POM_5V_GPU": 1.234, "VDD_GPU": 5.5}
 FAILING = ["VDD_CPU", "POM_5V_GPU", "VDD_GPU"]  # hwmon, iio, INA238
-SAMPLER_KINDS = [
-    "python",
-    pytest.param(
-        "native",
-        marks=pytest.mark.skipif(load_extension()[0] is None, reason="native reader not built"),
-    ),
-]
 
 
 def write_in_place(path: Path, text: str) -> None:
@@ -193,15 +188,6 @@ def assert_exact(r: WindowResult, names: list[str]) -> None:
         assert rail.read_errors == {}, name
         assert rail.samples == r.samples, name
         assert rail.energy_j == pytest.approx(POWER_W[name] * r.duration_s, rel=1e-9), name
-
-
-@pytest.fixture(autouse=True, params=SAMPLER_KINDS)
-def sampler_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test under both samplers: ``native`` lets each source the native reader can
-    read (plain INA files) use it; an injected pread or another source stays ``python``."""
-    kind = str(request.param)
-    monkeypatch.setenv(ENV_VAR, "python" if kind == "python" else "auto")
-    return kind
 
 
 @pytest.fixture(params=["garbage", "EIO", "vanish"])

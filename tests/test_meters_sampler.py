@@ -11,22 +11,17 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
+import sampler_kinds
+from sampler_kinds import ScriptedSource
 
-from pytest_edgeenergy.board.types import Rail, RailMap, TotalMethod
+from pytest_edgeenergy.board.types import Rail, RailMap
 from pytest_edgeenergy.meters.ina import InaSource
-from pytest_edgeenergy.meters.native import ENV_VAR, load_extension
 from pytest_edgeenergy.meters.sampler import Sampler
-from pytest_edgeenergy.meters.source import Quantity
+
+sampler_kind = sampler_kinds.sampler_kind  # autouse: every test under both samplers
 
 HWMON = "sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon1"
 WAIT_S = 20.0  # generous bound for a loaded 2-core machine; never a speed claim
-SAMPLER_KINDS = [
-    "python",
-    pytest.param(
-        "native",
-        marks=pytest.mark.skipif(load_extension()[0] is None, reason="native reader not built"),
-    ),
-]
 
 
 def write_in_place(path: Path, text: str) -> None:
@@ -70,36 +65,6 @@ def wait_until(pred: Callable[[], bool], what: str) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"gave up waiting for {what}")
         time.sleep(0.002)
-
-
-class ScriptedSource:
-    """A PowerSource for behaviours no sysfs file can produce (bugs, blocking reads)."""
-
-    name = "scripted"
-    quantity: Quantity = "power_w"
-    channels = ("A",)
-    total_channel = None
-    total_method: TotalMethod = "sum"
-    min_interval_s = None
-    simulated = True
-
-    def __init__(self, read: Callable[[], Sequence[float]]) -> None:
-        self._read = read
-
-    def read(self) -> Sequence[float]:
-        return self._read()
-
-    def close(self) -> None:
-        pass
-
-
-@pytest.fixture(autouse=True, params=SAMPLER_KINDS)
-def sampler_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test under both samplers: ``native`` lets each source the native reader can
-    read (plain INA files) use it; an injected pread or another source stays ``python``."""
-    kind = str(request.param)
-    monkeypatch.setenv(ENV_VAR, "python" if kind == "python" else "auto")
-    return kind
 
 
 @pytest.fixture

@@ -10,23 +10,18 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
+import sampler_kinds
 
 from pytest_edgeenergy.board.types import Rail, RailMap, TotalMethod
 from pytest_edgeenergy.meters.ina import InaSource
 from pytest_edgeenergy.meters.meter import Meter
-from pytest_edgeenergy.meters.native import ENV_VAR, load_extension
 from pytest_edgeenergy.meters.source import Quantity, ReadError
 from pytest_edgeenergy.meters.window import IdleBaseline, WindowResult
 
+sampler_kind = sampler_kinds.sampler_kind  # autouse: every test under both samplers
+
 HWMON = "sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon1"
 WAIT_S = 20.0  # generous bound for a loaded 2-core machine; never a speed claim
-SAMPLER_KINDS = [
-    "python",
-    pytest.param(
-        "native",
-        marks=pytest.mark.skipif(load_extension()[0] is None, reason="native reader not built"),
-    ),
-]
 CONTRACT_KEYS = {
     "seconds",
     "interval_ms",
@@ -95,15 +90,6 @@ def measured_window(meter: Meter, label: str = "w", after: int = 12) -> WindowRe
     w = meter.begin(label)
     wait_samples(meter, w.begin_index + after)
     return w.end()
-
-
-@pytest.fixture(autouse=True, params=SAMPLER_KINDS)
-def sampler_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test under both samplers: ``native`` lets each source the native reader can
-    read (plain INA files) use it; an injected pread or another source stays ``python``."""
-    kind = str(request.param)
-    monkeypatch.setenv(ENV_VAR, "python" if kind == "python" else "auto")
-    return kind
 
 
 @pytest.fixture

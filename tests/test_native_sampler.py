@@ -7,16 +7,16 @@ import errno
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sampler_kinds import ScriptedSource
 
 from pytest_edgeenergy.board.rails import discover_rails
-from pytest_edgeenergy.board.types import TotalMethod
 from pytest_edgeenergy.meters.factory import open_source
 from pytest_edgeenergy.meters.ina import InaSource
 from pytest_edgeenergy.meters.meter import Meter
@@ -27,7 +27,7 @@ from pytest_edgeenergy.meters.native import (
     load_extension,
 )
 from pytest_edgeenergy.meters.sampler import Sampler
-from pytest_edgeenergy.meters.source import PartialReading, Quantity
+from pytest_edgeenergy.meters.source import PartialReading
 from pytest_edgeenergy.meters.window import Window, WindowResult
 from pytest_edgeenergy.report.windows import validity_of
 from pytest_edgeenergy.sim.runner import LOAD_OVERRIDE, SimProcess
@@ -39,24 +39,6 @@ needs_native = pytest.mark.skipif(EXTENSION is None, reason=f"native reader not 
 WAIT_S = 20.0  # generous bound for a loaded 2-core machine; never a speed claim
 EDGE_S = 0.002
 """An edge reading (a few preads) that took longer was preempted: its window is retaken."""
-
-
-class ScriptedSource:
-    """A PowerSource that is not read by pread (as tegrastats, RAPL, NVML, jtop are)."""
-
-    name = "scripted"
-    quantity: Quantity = "power_w"
-    channels = ("A",)
-    total_channel = None
-    total_method: TotalMethod = "sum"
-    min_interval_s = None
-    simulated = True
-
-    def read(self) -> Sequence[float]:
-        return [1.0]
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.fixture

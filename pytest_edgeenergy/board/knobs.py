@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from .sysfs import (
     CpuListError,
@@ -120,8 +120,37 @@ class CpuKnobs:
         }
 
 
+class _ClockFiles:
+    """The files of a clock domain (a cpufreq policy, a devfreq device): min, max, governor
+    and current rate, named by the class's ``FILE_NAMES`` in its directory ``path``."""
+
+    FILE_NAMES: ClassVar[tuple[str, str, str, str]]
+    root: Path
+    path: str
+
+    @property
+    def directory(self) -> Path:
+        return under(self.root, self.path)
+
+    @property
+    def min_file(self) -> Path:
+        return self.directory / self.FILE_NAMES[0]
+
+    @property
+    def max_file(self) -> Path:
+        return self.directory / self.FILE_NAMES[1]
+
+    @property
+    def governor_file(self) -> Path:
+        return self.directory / self.FILE_NAMES[2]
+
+    @property
+    def cur_file(self) -> Path:
+        return self.directory / self.FILE_NAMES[3]
+
+
 @dataclass(frozen=True)
-class CpufreqPolicy:
+class CpufreqPolicy(_ClockFiles):
     """A cpufreq policy (one clock shared by ``cpus``)."""
 
     name: str
@@ -141,26 +170,12 @@ class CpufreqPolicy:
     root: Path = field(kw_only=True, repr=False, compare=False)
     """The board's root (joined with the relative paths by :func:`under`; not in JSON)."""
 
-    @property
-    def directory(self) -> Path:
-        return under(self.root, self.path)
-
-    @property
-    def min_file(self) -> Path:
-        """``scaling_min_freq`` (kHz on disk)."""
-        return self.directory / "scaling_min_freq"
-
-    @property
-    def max_file(self) -> Path:
-        return self.directory / "scaling_max_freq"
-
-    @property
-    def governor_file(self) -> Path:
-        return self.directory / "scaling_governor"
-
-    @property
-    def cur_file(self) -> Path:
-        return self.directory / "scaling_cur_freq"
+    FILE_NAMES: ClassVar[tuple[str, str, str, str]] = (
+        "scaling_min_freq",  # kHz on disk
+        "scaling_max_freq",
+        "scaling_governor",
+        "scaling_cur_freq",
+    )
 
     def to_json(self) -> dict[str, Any]:
         data = _json(self)
@@ -171,7 +186,7 @@ class CpufreqPolicy:
 
 
 @dataclass(frozen=True)
-class GpuDevfreq:
+class GpuDevfreq(_ClockFiles):
     """The GPU's devfreq device."""
 
     name: str
@@ -189,26 +204,12 @@ class GpuDevfreq:
     root: Path = field(kw_only=True, repr=False, compare=False)
     """The board's root (joined with the relative paths by :func:`under`; not in JSON)."""
 
-    @property
-    def directory(self) -> Path:
-        return under(self.root, self.path)
-
-    @property
-    def min_file(self) -> Path:
-        """``min_freq`` (Hz)."""
-        return self.directory / "min_freq"
-
-    @property
-    def max_file(self) -> Path:
-        return self.directory / "max_freq"
-
-    @property
-    def governor_file(self) -> Path:
-        return self.directory / "governor"
-
-    @property
-    def cur_file(self) -> Path:
-        return self.directory / "cur_freq"
+    FILE_NAMES: ClassVar[tuple[str, str, str, str]] = (
+        "min_freq",
+        "max_freq",
+        "governor",
+        "cur_freq",
+    )
 
     @property
     def railgate_file(self) -> Path | None:
