@@ -12,7 +12,7 @@ import pytest_edgeenergy
 from pytest_edgeenergy.errors import EdgeEnergyError
 
 # Raised and caught inside the project (control flow), never shown to a user as such.
-INTERNAL = {"ReadError", "PartialReading", "NotDrawn"}
+INTERNAL = {"ReadError", "PartialReading", "NotDrawn", "_Need"}
 # Modules that import optional heavy dependencies at import time.
 SKIP_MODULES = ("pytest_edgeenergy.workloads.", "pytest_edgeenergy.meters._")
 

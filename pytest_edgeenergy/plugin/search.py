@@ -1,0 +1,439 @@
+"""The operating-point search inside a pytest run (``--edge-search``).
+
+A test taking ``operating_point`` is parametrized ``dvfs`` (the reference, nothing pinned)
+then ``trial0..trialN-1``. When trial k's ``operating_point`` fixture starts, the strategy
+proposes its point from every earlier result of the same test (tests run in order), the
+point is pinned through the session's usual path (board safety, read-back, verification,
+restore), and at the fixture's teardown the test's measured windows become the trial:
+``edge_bench`` runs give time and energy per item, ``energy`` windows per window of work.
+Imported only when ``--edge-search`` is given (the search package with it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..errors import EdgeEnergyError
+from ..search.driver import Search
+from ..search.objective import Objective
+from ..search.space import Knobs, Space
+from ..search.strategies import make_strategy
+from ..search.strategy import rank
+from ..search.trial import Trial
+from .options import SearchSettings
+
+if TYPE_CHECKING:
+    from ..board.detect import Board
+    from ..control.operating_point import OperatingPoint
+    from .pinning import GridRequest
+    from .records import TestEnergy
+    from .session import EnergySession
+
+KNOB_OF_FIELD = {
+    "power_mode": "power_mode",
+    "cpu_cores": "cpu_cores",
+    "cpu_freq_hz": "cpu_freq_hz",
+    "gpu_freq_hz": "gpu_freq_hz",
+    "emc_freq_hz": "emc_freq_hz",
+}
+"""Operating-point fields a search varies (named as the search's knobs); ``governor`` can
+only be held at one value."""
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One parametrization of a searched test: the dvfs reference (index None) or a trial."""
+
+    index: int | None
+
+    @property
+    def id(self) -> str:
+        return "dvfs" if self.index is None else f"trial{self.index}"
+
+
+@dataclass
+class TestSearch:
+    """The search of one test (one function and its other parameters)."""
+
+    key: str
+    search: Search
+    fixed: dict[str, Any]
+    """Operating-point fields every trial pins alike (e.g. a single governor)."""
+    resumed: int = 0
+    """Trials taken over from ``--edge-search-resume``'s report."""
+    reference: Trial | None = None
+    reference_resumed: bool = False
+    extras: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+def function_id(nodeid: str) -> str:
+    """The test function of a node id (``file.py::Class::test_f[params]`` without params)."""
+    return nodeid.partition("[")[0]
+
+
+def search_key(item: pytest.Item) -> str:
+    """The test a search belongs to: the function and its parameters but the point."""
+    base = function_id(item.nodeid)
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return base
+    others = [
+        f"{k}={v if isinstance(v, (str, int, float, bool)) else '#' + str(callspec.indices[k])}"
+        for k, v in sorted(callspec.params.items())
+        if k != "operating_point"
+    ]
+    return f"{base}[{','.join(others)}]" if others else base
+
+
+class LiveSearch:
+    """Every search of a pytest run; see the module docstring."""
+
+    def __init__(self, settings: SearchSettings, *, force: bool = False) -> None:
+        self.settings = settings
+        self.force = force
+        self.objective = Objective(
+            settings.objective, settings.power_budget_w, settings.latency_budget_s
+        )
+        self._spaces: dict[tuple[tuple[str, str], ...], tuple[Space, dict[str, Any]]] = {}
+        self._space_of: dict[str, tuple[Space, dict[str, Any]]] = {}
+        self.searches: dict[str, TestSearch] = {}
+        self._resumed: dict[str, Mapping[str, Any]] = (
+            self._read_resume() if settings.resume is not None else {}
+        )
+
+    # -- set-up ------------------------------------------------------------------------
+
+    def _read_resume(self) -> dict[str, Mapping[str, Any]]:
+        from ..report.load import load_report
+
+        path = self.settings.resume
+        assert path is not None
+        report = load_report(path)
+        entries = report.get("search") or []
+        if not entries:
+            raise EdgeEnergyError(
+                f"--edge-search-resume {path}: the report holds no search (it was not made "
+                "with --edge-search)"
+            )
+        wanted = self._config_json()
+        out: dict[str, Mapping[str, Any]] = {}
+        for entry in entries:
+            theirs = {k: entry.get(k) for k in wanted}
+            if theirs != wanted:
+                raise EdgeEnergyError(
+                    f"--edge-search-resume {path}: {entry['test']} was searched with "
+                    f"{_config_text(theirs)}, this run asks {_config_text(wanted)}; resume "
+                    "with the same options"
+                )
+            out[entry["test"]] = entry
+        return out
+
+    def _config_json(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "strategy": s.strategy,
+            "objective": s.objective,
+            "power_budget_w": s.power_budget_w,
+            "latency_budget_s": s.latency_budget_s,
+            "seed": s.seed,
+        }
+
+    def slots(self) -> list[Slot]:
+        return [Slot(None)] + [Slot(k) for k in range(self.settings.trials)]
+
+    def prepare(self, function: str, request: GridRequest, board: Board) -> None:
+        """Build and check the search space of one test function from its grid request
+        (usage error when it has nothing to search or the strategy cannot serve it)."""
+        key = tuple(sorted((k, v[0]) for k, v in request[0].items()))
+        cached = self._spaces.get(key)
+        if cached is None:
+            cached = self._spaces[key] = self._build_space(request, board)
+        self._space_of[function] = cached
+
+    def _build_space(self, request: GridRequest, board: Board) -> tuple[Space, dict[str, Any]]:
+        from . import pinning
+
+        values, sources = request
+        if not values:
+            raise pytest.UsageError(
+                "--edge-search has nothing to search: give grid options with several values "
+                "or all, e.g. --gpu-freq=all --cpu-freq=min,max"
+            )
+        points = pinning.expand_points(request, board, force=self.force)
+        by_field: dict[str, list[Any]] = {}
+        for point in points:
+            for name in (*KNOB_OF_FIELD, "governor"):
+                seen = by_field.setdefault(name, [])
+                value = getattr(point, name)
+                if value not in seen:
+                    seen.append(value)
+        fixed: dict[str, Any] = {}
+        dims: dict[str, list[Any]] = {}
+        for name, seen in by_field.items():
+            if seen == [None]:
+                continue
+            if None in seen:
+                raise pytest.UsageError(
+                    f"--edge-search: {_option_of(name, sources)} mixes dvfs with values; the "
+                    "dvfs reference is profiled anyway, leave dvfs out of a searched dimension"
+                )
+            if name == "governor":
+                if len(seen) > 1:
+                    raise pytest.UsageError(
+                        f"--edge-search: {_option_of(name, sources)} lists "
+                        f"{', '.join(map(str, seen))}; a governor is not searched, give one"
+                    )
+                fixed[name] = seen[0]
+                continue
+            dims[KNOB_OF_FIELD[name]] = seen
+        if not any(len(v) > 1 for v in dims.values()):
+            given = ", ".join(f"{_option_of(k, sources)} {values[k][0]}" for k in values)
+            raise pytest.UsageError(
+                f"--edge-search: {given} make a single point, nothing to search; give a "
+                "dimension several values or all (e.g. --gpu-freq=all)"
+            )
+        space = Space.from_values(dims)
+        try:
+            make_strategy(self.settings.strategy, space, self.objective, seed=self.settings.seed)
+        except EdgeEnergyError as e:
+            raise pytest.UsageError(f"--edge-search={self.settings.strategy}: {e}") from None
+        return space, fixed
+
+    def check_idle(self, idle_w: float | None) -> None:
+        """A power budget under the board's idle power cannot be met by any point."""
+        budget = self.objective.power_budget_w
+        if budget is not None and idle_w is not None and budget <= idle_w:
+            raise pytest.UsageError(
+                f"--edge-power-budget-w {budget:g}: the board draws {idle_w:.3g} W idle, so "
+                "no operating point can meet it; allowed: a budget above the idle power"
+            )
+
+    # -- trials ------------------------------------------------------------------------
+
+    def _search_of(self, item: pytest.Item) -> TestSearch:
+        key = search_key(item)
+        found = self.searches.get(key)
+        if found is not None:
+            return found
+        space, fixed = self._space_of[function_id(item.nodeid)]
+        resumed = self._resumed.get(key)
+        history = [Trial.from_json(t) for t in resumed["trials"]] if resumed else []
+        strategy = make_strategy(
+            self.settings.strategy, space, self.objective, seed=self.settings.seed
+        )
+        ts = TestSearch(key, Search(space, self.objective, strategy, history), fixed)
+        ts.resumed = len(history)
+        if resumed and resumed.get("reference"):
+            ref = resumed["reference"]
+            ts.reference = Trial.from_json({"knobs": {}, **ref})
+            ts.reference_resumed = True
+        self.searches[key] = ts
+        return ts
+
+    @contextmanager
+    def trial(
+        self, es: EnergySession, request: pytest.FixtureRequest, slot: Slot
+    ) -> Iterator[OperatingPoint]:
+        """Propose, pin and (at teardown) record one trial of the requesting test."""
+        from ..control.operating_point import DVFS, OperatingPoint
+
+        item = request.node
+        ts = self._search_of(item)
+        source = self.settings.resume
+        if slot.index is None:
+            if ts.reference_resumed:
+                pytest.skip(f"dvfs reference taken over from {source}")
+            knobs: Knobs = {}
+            point = DVFS
+        else:
+            if slot.index < ts.resumed:
+                pytest.skip(f"{slot.id} taken over from {source}")
+            proposed = ts.search.propose()
+            if proposed is None:
+                pytest.skip(
+                    f"{slot.id}: strategy {ts.search.strategy.name} has nothing left to try "
+                    f"(space of {ts.search.space.size()} points)"
+                )
+            knobs = proposed
+            fields: dict[str, Any] = {f: knobs[k] for f, k in KNOB_OF_FIELD.items() if k in knobs}
+            point = OperatingPoint(**fields, **ts.fixed)
+        nodeid = item.nodeid
+        rec = es.record(nodeid)
+        rec.extra["search"] = {
+            "trial": slot.index,
+            "strategy": ts.search.strategy.name,
+            "objective": self.objective.describe(),
+            "knobs": dict(knobs),
+        }
+        with ExitStack() as stack:
+            try:
+                pinned = stack.enter_context(es.pinned(nodeid, point))
+            except pytest.fail.Exception as e:
+                # A point the board refuses is a failed trial, not a crash of the search.
+                why = f"operating point {point.id} could not be pinned: {_msg(e)}"
+                self._finish(es, ts, slot, knobs, rec, failed=why)
+                pytest.skip(f"{slot.id}: {why} (recorded as a failed trial)")
+            yield pinned
+        self._finish(es, ts, slot, knobs, rec, failed=None)
+
+    def _finish(
+        self,
+        es: EnergySession,
+        ts: TestSearch,
+        slot: Slot,
+        knobs: Knobs,
+        rec: TestEnergy,
+        *,
+        failed: str | None,
+    ) -> None:
+        trial = (
+            Trial(knobs=dict(knobs), failed=failed)
+            if failed is not None
+            else measured_trial(knobs, rec, es.bench_results_of(rec.nodeid))
+        )
+        if slot.index is None:
+            ts.reference = trial
+        else:
+            ts.search.record(trial)
+        entry = rec.extra["search"]
+        entry.update(trial.to_json())
+        entry["knobs"] = dict(knobs)
+        if trial.ok:
+            assert trial.time_s is not None and trial.power_w is not None
+            entry["value"] = self.objective.value(trial.time_s, trial.power_w)
+            entry["feasible"] = rank(trial, self.objective)[0] == 0
+        es.update_report(search=self.report_section())
+
+    # -- results -----------------------------------------------------------------------
+
+    def report_section(self) -> list[dict[str, Any]]:
+        """The report's ``search`` section: one entry per searched test."""
+        out = []
+        for ts in self.searches.values():
+            result = ts.search.result()
+            entry: dict[str, Any] = {"test": ts.key, **result.to_json()}
+            entry.update(
+                seed=self.settings.seed,
+                trials_asked=self.settings.trials,
+                resumed=ts.resumed,
+                reference=_trial_json(ts.reference),
+                saving=saving(result.best, ts.reference),
+            )
+            out.append(entry)
+        return out
+
+    def summary_lines(self) -> list[str]:
+        """The terminal summary: each search's trials, best point, saving, front."""
+        lines: list[str] = []
+        for ts in self.searches.values():
+            result = ts.search.result()
+            lines.append(
+                f"{ts.key}: strategy {result.strategy}, objective "
+                f"{self.objective.describe()}, {result.profiles} points profiled"
+                + (f" ({ts.resumed} resumed)" if ts.resumed else "")
+            )
+            if ts.reference is not None:
+                lines.append(f"  {'dvfs':8} {'(reference)':48} {_figures(ts.reference)}")
+            for i, t in enumerate(result.trials):
+                lines.append(f"  {'trial' + str(i):8} {_knobs_text(t.knobs):48} {_figures(t)}")
+            best = result.best
+            if best is None:
+                lines.append("  best: no profiled point met the objective's budgets")
+            else:
+                lines.append(f"  best: {_knobs_text(best.knobs)}: {_figures(best)}")
+                s = saving(best, ts.reference)
+                if s is not None:
+                    lines.append(
+                        f"  against dvfs: energy {s['energy_pct']:+.1f}%, time "
+                        f"{s['time_pct']:+.1f}% (negative: less)"
+                    )
+            if self.objective.multi:
+                lines.append("  pareto front (time vs energy):")
+                lines += [f"    {_knobs_text(t.knobs)}: {_figures(t)}" for t in result.front]
+        return lines
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        lines = self.summary_lines()
+        if lines:
+            terminalreporter.write_sep("=", "energy search")
+            for line in lines:
+                terminalreporter.write_line(line)
+
+
+def measured_trial(knobs: Knobs, rec: TestEnergy, benches: Sequence[Any]) -> Trial:
+    """The trial a finished test makes: per item over its ``edge_bench`` repeats (time and
+    energy pooled: Σ duration / Σ items, Σ energy / Σ duration), else per window of work
+    over its ``energy`` windows; a failed trial when the test did not pass or measured
+    nothing valid."""
+    if rec.status not in ("passed", None):
+        why = f"test {rec.status}" + (f": {rec.reason}" if rec.reason else "")
+        return Trial(knobs=dict(knobs), failed=why)
+    repeats = [r for b in benches for r in b.repeats]
+    windows = [r.window for r in repeats] if repeats else list(rec.windows)
+    if not windows:
+        return Trial(knobs=dict(knobs), failed="the test measured nothing (no energy window)")
+    bad = next((w for w in windows if not w.valid), None)
+    if bad is not None:
+        return Trial(knobs=dict(knobs), failed=f"measurement invalid: {bad.invalid_reason}")
+    duration_s = sum(w.duration_s for w in windows)
+    energies = [w.total.energy_j for w in windows]
+    items = sum(r.items for r in repeats) if repeats else 1
+    energy_j = sum(e for e in energies if e is not None)
+    if duration_s <= 0 or None in energies or energy_j <= 0 or items <= 0:
+        return Trial(knobs=dict(knobs), failed="measurement invalid: no time or energy")
+    return Trial(knobs=dict(knobs), time_s=duration_s / items, power_w=energy_j / duration_s)
+
+
+def saving(best: Trial | None, reference: Trial | None) -> dict[str, float] | None:
+    """How the best point compares with the dvfs reference, in percent (negative: less)."""
+    if best is None or reference is None or not reference.ok:
+        return None
+    assert best.energy_j is not None and best.time_s is not None
+    assert reference.energy_j is not None and reference.time_s is not None
+    return {
+        "energy_pct": 100.0 * (best.energy_j / reference.energy_j - 1.0),
+        "time_pct": 100.0 * (best.time_s / reference.time_s - 1.0),
+    }
+
+
+def _trial_json(trial: Trial | None) -> dict[str, Any] | None:
+    if trial is None:
+        return None
+    out = trial.to_json()
+    out.pop("knobs")
+    return out
+
+
+def _figures(t: Trial) -> str:
+    if not t.ok:
+        return f"failed: {t.failed}"
+    return f"{t.time_s:.4g} s  {t.power_w:.4g} W  {t.energy_j:.4g} J"
+
+
+def _knobs_text(knobs: Mapping[str, object]) -> str:
+    from ..control.values import format_freq
+
+    return " ".join(
+        f"{k.removesuffix('_hz')}={format_freq(v)}"
+        if k.endswith("_hz") and isinstance(v, int)
+        else f"{k}={v}"
+        for k, v in knobs.items()
+    )
+
+
+def _option_of(name: str, sources: Mapping[str, str]) -> str:
+    dim = name.removesuffix("_hz")
+    return sources.get(dim, "--" + dim.replace("_", "-"))
+
+
+def _config_text(config: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in config.items() if v is not None)
+
+
+def _msg(exc: BaseException) -> str:
+    return str(getattr(exc, "msg", exc)).removeprefix("operating point ").split(": ", 1)[-1]

@@ -1,0 +1,167 @@
+"""``edgeenergy search``: find the best operating point of a replayed profile table.
+
+The same :class:`~.driver.Search` the plugin drives on a live board, with a
+:class:`~.replay.ReplayOracle` answering from the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..errors import InvalidValue
+from .driver import Search, SearchResult
+from .objective import OBJECTIVES, Objective
+from .replay import ReplayOracle, ReplayTable, read_replay
+from .strategies import make_strategy
+from .strategy import STRATEGIES
+from .trial import Trial
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="edgeenergy search",
+        description="Search a replayed profile table for the best operating point.",
+    )
+    p.add_argument(
+        "--replay",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="CSV (knob columns, time_s, power_w or energy_j) or a sweep's report",
+    )
+    p.add_argument(
+        "--objective", required=True, choices=OBJECTIVES, metavar="OBJ", help=", ".join(OBJECTIVES)
+    )
+    p.add_argument("--power-budget-w", type=float, metavar="W", help="mean power budget")
+    p.add_argument(
+        "--latency-budget-s", type=float, metavar="S", help="time budget per unit of work"
+    )
+    p.add_argument("--trials", type=int, required=True, metavar="N", help="points to profile")
+    p.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="auto",
+        metavar="NAME",
+        help=f"{', '.join(STRATEGIES)} (default auto)",
+    )
+    p.add_argument("--seed", type=int, default=0, metavar="K", help="default 0")
+    p.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="COLUMN=VALUE",
+        help="keep only these rows (one workload of a table holding several)",
+    )
+    p.add_argument(
+        "--prior",
+        type=Path,
+        metavar="FILE",
+        help="another workload's or board's profiles to seed the auto strategy",
+    )
+    p.add_argument("--prior-where", action="append", default=[], metavar="COLUMN=VALUE")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    return p
+
+
+def _where(items: Sequence[str], option: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise InvalidValue(f"{option} {item!r}: expected COLUMN=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _knobs_text(knobs: Mapping[str, object]) -> str:
+    return " ".join(f"{k}={v}" for k, v in knobs.items())
+
+
+def check_budget(table: ReplayTable, objective: Objective) -> None:
+    """Refuse a budget that no point of ``table`` meets, naming the closest point."""
+    if any(objective.feasible(t.time_s, t.power_w) for t in table.trials):  # type: ignore[arg-type]
+        return
+    if objective.power_budget_w is not None:
+        low = min(table.trials, key=lambda t: t.power_w or 0.0)
+        if low.power_w is not None and low.power_w > objective.power_budget_w:
+            raise InvalidValue(
+                f"no operating point meets {objective.power_budget_w:g} W; the lowest "
+                f"measured was {low.power_w:.4g} W at {_knobs_text(low.knobs)}"
+            )
+    if objective.latency_budget_s is not None:
+        fast = min(table.trials, key=lambda t: t.time_s or 0.0)
+        if fast.time_s is not None and fast.time_s > objective.latency_budget_s:
+            raise InvalidValue(
+                f"no operating point meets {objective.latency_budget_s:g} s; the fastest "
+                f"measured was {fast.time_s:.4g} s at {_knobs_text(fast.knobs)}"
+            )
+    raise InvalidValue(f"no operating point meets both budgets ({objective.describe()})")
+
+
+def run_replay(
+    table: ReplayTable,
+    objective: Objective,
+    strategy: str,
+    trials: int,
+    *,
+    seed: int = 0,
+    prior: Sequence[Trial] = (),
+) -> SearchResult:
+    """Search ``table`` with a replay oracle (everything checked before the first trial)."""
+    if trials < 1:
+        raise InvalidValue(f"--trials {trials}: must be at least 1")
+    check_budget(table, objective)
+    chosen = make_strategy(strategy, table.space, objective, seed=seed, prior=prior)
+    return Search(table.space, objective, chosen).run(ReplayOracle(table), trials)
+
+
+def _text(result: SearchResult, table: ReplayTable) -> str:
+    lines = [
+        f"strategy {result.strategy}, objective {result.objective.describe()}: "
+        f"{result.profiles} of {len(table.trials)} points profiled"
+    ]
+    for i, t in enumerate(result.trials):
+        if t.ok:
+            ok = result.objective.feasible(t.time_s, t.power_w)  # type: ignore[arg-type]
+            lines.append(
+                f"  trial{i:<3} {_knobs_text(t.knobs):60} {t.time_s:.4g} s  {t.power_w:.4g} W  "
+                f"{t.energy_j:.4g} J{'' if ok else '  over budget'}"
+            )
+        else:
+            lines.append(f"  trial{i:<3} {_knobs_text(t.knobs):60} failed: {t.failed}")
+    b = result.best
+    if b is None:
+        lines.append("best: no profiled point met the budget")
+    else:
+        lines.append(
+            f"best: {_knobs_text(b.knobs)}: {b.time_s:.4g} s, {b.power_w:.4g} W, {b.energy_j:.4g} J"
+        )
+    if result.objective.multi:
+        lines.append("pareto front (time vs energy):")
+        lines += [
+            f"  {_knobs_text(t.knobs)}: {t.time_s:.4g} s, {t.energy_j:.4g} J" for t in result.front
+        ]
+    return "\n".join(lines)
+
+
+def search_main(argv: Sequence[str]) -> int:
+    """Entry point of ``edgeenergy search`` (errors raise :class:`InvalidValue`)."""
+    args = _parser().parse_args(list(argv))
+    objective = Objective(args.objective, args.power_budget_w, args.latency_budget_s)
+    if args.trials < 1:
+        raise InvalidValue(f"--trials {args.trials}: must be at least 1")
+    table = read_replay(args.replay, _where(args.where, "--where"))
+    prior: tuple[Trial, ...] = ()
+    if args.prior is not None:
+        if args.strategy != "auto":
+            raise InvalidValue(f"--prior seeds the auto strategy only, not {args.strategy!r}")
+        prior = read_replay(args.prior, _where(args.prior_where, "--prior-where")).trials
+    result = run_replay(table, objective, args.strategy, args.trials, seed=args.seed, prior=prior)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(_text(result, table))
+    return 0

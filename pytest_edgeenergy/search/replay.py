@@ -1,0 +1,209 @@
+"""Replaying recorded profiles: a CSV table or a sweep's report as an oracle.
+
+A CSV names its knobs as the project does (any of :data:`~.space.KNOB_NAMES`) and carries
+``time_s`` (per unit of work) with ``power_w`` (mean power) or ``energy_j`` (per unit of
+work); other columns are ignored, ``#`` lines are comments. ``where`` keeps the rows whose
+columns hold the given values (one workload of a table that holds several).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidValue
+from .driver import PointFailed
+from .space import CATEGORICAL, KNOB_NAMES, Knobs, KnobValue, Point, Space
+from .trial import Trial
+
+FIGURES = ("time_s", "power_w", "energy_j")
+
+
+class ReplayError(InvalidValue):
+    """A replay file that cannot be used; the message names the file and the problem."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+
+
+@dataclass(frozen=True)
+class ReplayTable:
+    """Every recorded point of one workload, and the space they span."""
+
+    space: Space
+    trials: tuple[Trial, ...]
+
+    def by_point(self) -> dict[Point, Trial]:
+        return {self.space.point(t.knobs): t for t in self.trials}
+
+
+class ReplayOracle:
+    """Answers a point with its recorded time and power; a point the table lacks fails."""
+
+    def __init__(self, table: ReplayTable) -> None:
+        self.table = table
+        self._by_point = table.by_point()
+        self.calls = 0
+
+    def measure(self, knobs: Knobs) -> Trial:
+        self.calls += 1
+        trial = self._by_point.get(self.table.space.point(knobs))
+        if trial is None:
+            raise PointFailed(f"{knobs}: not in the replay table")
+        return Trial(knobs=dict(knobs), time_s=trial.time_s, power_w=trial.power_w)
+
+
+def knob_value(name: str, text: str) -> KnobValue:
+    """A knob's value from its text (an integer for every knob but ``power_mode``)."""
+    if name in CATEGORICAL:
+        if not text.strip():
+            raise InvalidValue(f"{name}: empty value")
+        return text.strip()
+    try:
+        number = float(text)
+    except ValueError:
+        raise InvalidValue(f"{name} {text!r}: not a number (an integer is expected)") from None
+    if not math.isfinite(number) or number <= 0 or not number.is_integer():
+        raise InvalidValue(f"{name} {text!r}: must be a positive integer")
+    return int(number)
+
+
+def _figure(name: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidValue(f"{name} {text!r}: not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidValue(f"{name} {text!r}: must be a positive number")
+    return value
+
+
+def table_from_rows(
+    rows: Sequence[Mapping[str, Any]], source: str, where: Mapping[str, str] | None = None
+) -> ReplayTable:
+    """A replay table from dict rows (CSV rows, or records made by an adapter)."""
+    if not rows:
+        raise ReplayError(source, "has no data rows")
+    columns = list(rows[0])
+    for key in where or {}:
+        if key not in columns:
+            raise ReplayError(
+                source, f"--where {key}: no such column; columns: {', '.join(columns)}"
+            )
+    rows = [r for r in rows if all(str(r.get(k)) == v for k, v in (where or {}).items())]
+    if not rows:
+        raise ReplayError(source, f"no row matches --where {dict(where or {})}")
+    knobs = [n for n in KNOB_NAMES if n in columns]
+    if not knobs:
+        raise ReplayError(
+            source,
+            f"no knob column; expected any of {', '.join(KNOB_NAMES)} (columns: "
+            f"{', '.join(columns)})",
+        )
+    have = [f for f in FIGURES if f in columns]
+    if "time_s" not in have or len(have) < 2:
+        raise ReplayError(
+            source, f"needs columns time_s and power_w (or energy_j); it has {', '.join(columns)}"
+        )
+    trials: list[Trial] = []
+    seen: dict[tuple[KnobValue, ...], int] = {}
+    for line, row in enumerate(rows, start=1):
+        try:
+            point = {n: knob_value(n, str(row[n])) for n in knobs}
+            time_s = _figure("time_s", str(row["time_s"]))
+            if "power_w" in have:
+                power_w = _figure("power_w", str(row["power_w"]))
+            else:
+                power_w = _figure("energy_j", str(row["energy_j"])) / time_s
+        except InvalidValue as exc:
+            raise ReplayError(source, f"data row {line}: {exc}") from None
+        point_key = tuple(point[n] for n in knobs)
+        if point_key in seen:
+            others = [c for c in columns if c not in knobs and c not in FIGURES]
+            raise ReplayError(
+                source,
+                f"data rows {seen[point_key]} and {line} are the same point {point}; keep one "
+                f"workload with --where COLUMN=VALUE (other columns: {', '.join(others)})",
+            )
+        seen[point_key] = line
+        trials.append(Trial(knobs=point, time_s=time_s, power_w=power_w))
+    return ReplayTable(Space.from_points([t.knobs for t in trials]), tuple(trials))
+
+
+def read_csv(path: Path, where: Mapping[str, str] | None = None) -> ReplayTable:
+    """A replay table from a CSV file (see the module's docstring)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ReplayError(path, "is not UTF-8 text") from None
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    return table_from_rows(rows, str(path), where)
+
+
+def _metric(test: Mapping[str, Any], name: str) -> float | None:
+    metric = test.get("metrics", {}).get(name)
+    value = metric.get("value") if isinstance(metric, Mapping) else None
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def report_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per passed, valid, pinned test of a report: the knobs of its requested
+    operating point and batch size, ``time_s`` (1 / throughput, else the window's duration)
+    and ``energy_j`` (per item, else the window's), plus ``workload``, ``test`` and
+    ``params`` to tell workloads apart."""
+    from ..report.keys import params_key, test_name, workload_of
+
+    rows: list[dict[str, Any]] = []
+    for test in report["tests"]:
+        if test.get("status") != "passed" or not (test.get("validity") or {}).get("valid"):
+            continue
+        params = test.get("params") or {}
+        op = params.get("operating_point") or {}
+        requested = op.get("requested") or {} if isinstance(op, Mapping) else {}
+        knobs = {n: requested[n] for n in KNOB_NAMES if requested.get(n) is not None}
+        if params.get("batch_size") is not None:
+            knobs["batch_size"] = params["batch_size"]
+        throughput = _metric(test, "throughput")
+        time_s = 1.0 / throughput if throughput else _metric(test, "duration_s")
+        energy_j = _metric(test, "energy_per_item") or _metric(test, "energy_j")
+        if not knobs.keys() - {"batch_size"} or time_s is None or energy_j is None:
+            continue  # the dvfs reference, or nothing measured
+        rest = {k: v for k, v in params.items() if k not in ("operating_point", "batch_size")}
+        rows.append(
+            {
+                **knobs,
+                "time_s": time_s,
+                "energy_j": energy_j,
+                "workload": workload_of(test),
+                "test": test_name(test),
+                "params": params_key(rest),
+            }
+        )
+    return rows
+
+
+def read_report(path: Path, where: Mapping[str, str] | None = None) -> ReplayTable:
+    """A replay table from a sweep's report (tests that pinned the same knobs)."""
+    from ..report.load import load_report
+
+    rows = report_rows(load_report(path))
+    if not rows:
+        raise ReplayError(path, "has no passed, valid test with a pinned operating point")
+    names = {n for r in rows for n in KNOB_NAMES if n in r}
+    rows = [r for r in rows if names <= r.keys()]
+    return table_from_rows(rows, str(path), where)
+
+
+def read_replay(path: Path, where: Mapping[str, str] | None = None) -> ReplayTable:
+    """A CSV table or a report (``.json``)."""
+    if not path.exists():
+        raise ReplayError(path, "no such file")
+    if path.suffix.lower() == ".json":
+        return read_report(path, where)
+    return read_csv(path, where)

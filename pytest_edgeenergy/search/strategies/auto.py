@@ -1,0 +1,245 @@
+"""``auto``: a surrogate of time and power over the knobs, each next point where it
+expects the most.
+
+Gaussian processes model log time, log power and the objective's own log (log energy,
+log EDP: modelled directly, the sum of two models' errors would blur the minimum) over the
+knobs scaled to [0, 1] (half by rank, half by log value), each with a linear trend in the
+knobs: time falls and power rises with clocks and cores, so the trend carries most of the
+shape and the process the rest. The first points are a space-filling design
+(greedy max-min distance from a seeded start); after them each proposal maximises the
+expected improvement of the objective times the probability of meeting the budgets (no
+feasible point yet: the most probably feasible one). Pareto scalarises time and energy
+with a seeded random weight per trial (ParEGO). A prior (another workload's or board's
+profiles with the same knobs) adds its own model's predicted log time and log power to
+the trend's columns.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ...errors import InvalidValue
+from ...extras import require
+from ..gp import GP
+from ..objective import Objective
+from ..space import Knobs, Point, Space
+from ..strategy import profiled
+from ..trial import Trial
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Array = NDArray[np.float64]
+
+_PRIOR_POINTS = 200
+"""At most this many prior profiles are modelled (evenly chosen): enough for the shape."""
+
+
+class AutoStrategy:
+    """Bayesian optimisation with a physics-shaped trend; see the module's docstring."""
+
+    name = "auto"
+
+    def __init__(
+        self,
+        space: Space,
+        objective: Objective,
+        *,
+        seed: int = 0,
+        prior: Sequence[Trial] = (),
+        initial: int | None = None,
+    ) -> None:
+        require("numpy", "search", "the auto search strategy")
+        import numpy as np
+
+        self.space = space
+        self.objective = objective
+        self.seed = seed
+        self._points = space.all_points()
+        self._x = np.array([self.coords(p) for p in self._points])
+        self._index = {p: i for i, p in enumerate(self._points)}
+        d = len(space.dims)
+        self.initial = initial if initial is not None else (3 if prior else min(d + 3, 8))
+        self._prior = self._prior_features(prior) if prior else None
+
+    def coords(self, point: Point) -> list[float]:
+        """A point scaled to [0, 1] per knob (log scale for positive numbers)."""
+        out = []
+        for dim, value in zip(self.space.dims, point, strict=True):
+            out.append(self._scale(dim.name, value))
+        return out
+
+    def _scale(self, name: str, value: object) -> float:
+        """A knob's value on [0, 1]: half its (fractional) rank among the space's values,
+        half its log value. Two near-equal clocks (1.4976 and 1.5104 GHz on the Orin
+        Nano) can still behave apart (a different governor floor), yet log spacing carries
+        the physics. A number between or beyond the space's values (a prior's, from
+        another board) gets an interpolated rank on the same scale."""
+        dim = self.space.dims[self.space.names.index(name)]
+        n = len(dim.values)
+        if not dim.ordered or not isinstance(value, int):
+            if value not in dim.values:
+                raise InvalidValue(f"{name}={value!r} is not in the search space")
+            return dim.values.index(value) / (n - 1) if n > 1 else 0.0
+        if n == 1:
+            return 0.0
+        logs = [math.log(float(v)) for v in dim.values]
+        lv = math.log(value)
+        i = min(max(sum(1 for x in logs if x <= lv) - 1, 0), n - 2)
+        rank = i + (lv - logs[i]) / (logs[i + 1] - logs[i])
+        return 0.5 * rank / (n - 1) + 0.5 * (lv - logs[0]) / (logs[-1] - logs[0])
+
+    def _prior_features(self, prior: Sequence[Trial]) -> Array:
+        """Log time and log power predicted by a model of the prior's profiles at every
+        point of this space (columns of the trend)."""
+        import numpy as np
+
+        ok = [t for t in prior if t.ok]
+        names = set(self.space.names)
+        if not ok or any(set(t.knobs) != names for t in ok):
+            raise InvalidValue(
+                f"the prior's profiles must vary the same knobs as the search "
+                f"({', '.join(self.space.names)})"
+            )
+        ok = ok[:: max(1, math.ceil(len(ok) / _PRIOR_POINTS))]
+        # Prior values outside this space's range extrapolate on the same scale.
+        x = np.array([[self._scale(n, t.knobs[n]) for n in self.space.names] for t in ok])
+        cols = []
+        for log_y in (
+            np.log([t.measured[0] for t in ok]),
+            np.log([t.measured[1] for t in ok]),
+        ):
+            feats = np.hstack([np.ones((len(x), 1)), x])
+            gp = GP.fit(x, np.asarray(log_y, dtype=float), feats)
+            mu, _ = gp.predict(self._x, np.hstack([np.ones((len(self._x), 1)), self._x]))
+            cols.append(mu)
+        out: Array = np.column_stack(cols)
+        return out
+
+    # -- proposals -------------------------------------------------------------------------
+
+    def propose(self, history: Sequence[Trial]) -> Knobs | None:
+        done = profiled(self.space, history)
+        free = [i for i, p in enumerate(self._points) if p not in done]
+        if not free:
+            return None
+        ok = [(self._index[p], t) for p, t in done.items() if t.ok and p in self._index]
+        if len(ok) < self.initial:
+            return self.space.knobs(self._points[self._spread(done, free)])
+        return self.space.knobs(self._points[self._best_expected(ok, free, len(history))])
+
+    def _spread(self, done: dict[Point, Trial], free: list[int]) -> int:
+        """The free point farthest from every profiled one (a seeded start)."""
+        import numpy as np
+
+        taken = [self._index[p] for p in done if p in self._index]
+        if not taken:
+            return free[random.Random(self.seed).randrange(len(free))]
+        dist = np.min(
+            np.sum((self._x[free][:, None, :] - self._x[taken][None, :, :]) ** 2, axis=-1), axis=1
+        )
+        return free[int(np.argmax(dist))]
+
+    def predict(self, history: Sequence[Trial], points: Sequence[Point]) -> tuple[Array, Array]:
+        """Predicted time (s) and power (W) at ``points`` from the measured ``history``."""
+        import numpy as np
+
+        done = profiled(self.space, history)
+        ok = [(self._index[p], t) for p, t in done.items() if t.ok and p in self._index]
+        rows = [self._index[p] for p in points]
+        (mu_t, _), (mu_p, _) = self._models(ok, rows)
+        return np.exp(mu_t), np.exp(mu_p)
+
+    def _trend(self, rows: Sequence[int]) -> Array:
+        import numpy as np
+
+        ones = np.ones((len(rows), 1))
+        parts = [ones, self._x[list(rows)]]
+        if self._prior is not None:
+            parts.append(self._prior[list(rows)])
+        trend: Array = np.hstack(parts)
+        return trend
+
+    def _fit_predict(
+        self, rows_fit: list[int], y: Array, rows: list[int], *, observed: bool = False
+    ) -> tuple[Array, Array]:
+        gp = GP.fit(self._x[rows_fit], y, self._trend(rows_fit))
+        return gp.predict(self._x[rows], self._trend(rows), observed=observed)
+
+    def _models(
+        self, ok: list[tuple[int, Trial]], rows: list[int]
+    ) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
+        import numpy as np
+
+        fit = [i for i, _ in ok]
+        log_t = np.log([t.measured[0] for _, t in ok])
+        log_p = np.log([t.measured[1] for _, t in ok])
+        return self._fit_predict(fit, log_t, rows), self._fit_predict(fit, log_p, rows)
+
+    def _best_expected(self, ok: list[tuple[int, Trial]], free: list[int], n: int) -> int:
+        import numpy as np
+
+        obj = self.objective
+        fit = [i for i, _ in ok]
+        log_t = np.log([t.measured[0] for _, t in ok])
+        log_p = np.log([t.measured[1] for _, t in ok])
+        feasible = np.array([obj.feasible(*t.measured) for _, t in ok])
+        # The objective's own log is modelled directly: the sum of two models' errors
+        # would blur the minimum.
+        if obj.name == "min-time":
+            y = log_t
+        elif obj.name == "min-edp":
+            y = 2 * log_t + log_p
+        elif obj.name == "pareto":
+            y = self._scalarised(log_t, log_t + log_p, n)
+        else:
+            y = log_t + log_p
+        mu, var = self._fit_predict(fit, y, free)
+        prob = np.ones(len(free))
+        for budget, series in (
+            (obj.power_budget_w, log_p),
+            (obj.latency_budget_s, log_t),
+        ):
+            if budget is not None:
+                # A measurement's noise counts: the optimum sits on the budget's edge.
+                m, v = self._fit_predict(fit, series, free, observed=True)
+                prob *= _norm_cdf((math.log(budget) - m) / np.sqrt(v))
+        if not feasible.any():
+            score = prob - 1e-6 * mu  # most probably feasible; among equals the best
+        else:
+            score = _expected_improvement(mu, var, float(np.min(y[feasible]))) * prob
+        return free[int(np.argmax(score))]
+
+    def _scalarised(self, a: Array, b: Array, n: int) -> Array:
+        """Augmented Chebyshev scalarisation of two normalised logs, weight by trial."""
+        import numpy as np
+
+        weight = random.Random(self.seed * 1_000_003 + n).random()
+        na = (a - a.min()) / (np.ptp(a) or 1.0)
+        nb = (b - b.min()) / (np.ptp(b) or 1.0)
+        out: Array = np.maximum(weight * na, (1 - weight) * nb) + 0.05 * (
+            weight * na + (1 - weight) * nb
+        )
+        return out
+
+
+def _norm_cdf(z: Array) -> Array:
+    import numpy as np
+
+    erf = np.vectorize(math.erf)
+    out: Array = 0.5 * (1.0 + erf(z / math.sqrt(2.0)))
+    return out
+
+
+def _expected_improvement(mu: Array, var: Array, best: float) -> Array:
+    import numpy as np
+
+    sd = np.sqrt(var)
+    z = (best - mu) / sd
+    pdf = np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    out: Array = (best - mu) * _norm_cdf(z) + sd * pdf
+    return out

@@ -1,0 +1,28 @@
+"""Uniform random points without repetition, reproducible from the seed."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from ..space import Knobs, Space
+from ..strategy import profiled
+from ..trial import Trial
+
+
+class RandomStrategy:
+    """A seeded shuffle of the space, walked in order (skipping profiled points)."""
+
+    name = "random"
+
+    def __init__(self, space: Space, *, seed: int = 0) -> None:
+        self.space = space
+        self._order = space.all_points()
+        random.Random(seed).shuffle(self._order)
+
+    def propose(self, history: Sequence[Trial]) -> Knobs | None:
+        done = profiled(self.space, history)
+        for point in self._order:
+            if point not in done:
+                return self.space.knobs(point)
+        return None

@@ -1,0 +1,69 @@
+"""One profiled point: what was measured, or why it could not be."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .space import Knobs, KnobValue
+
+
+@dataclass(frozen=True)
+class Trial:
+    """A measured point (time and mean power per unit of work) or a failed one."""
+
+    knobs: Knobs
+    time_s: float | None = None
+    power_w: float | None = None
+    failed: str | None = None
+    """Why the point could not run (out of memory, needs a reboot...); None when measured."""
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.failed is None:
+            for name, value in (("time_s", self.time_s), ("power_w", self.power_w)):
+                if value is None or not math.isfinite(value) or value <= 0:
+                    raise ValueError(
+                        f"trial {self.knobs}: {name} {value!r} is not a positive number"
+                    )
+
+    @property
+    def ok(self) -> bool:
+        return self.failed is None
+
+    @property
+    def measured(self) -> tuple[float, float]:
+        """(time_s, power_w) of a measured trial (a failed one has none: ValueError)."""
+        if self.time_s is None or self.power_w is None:
+            raise ValueError(f"trial {self.knobs} failed ({self.failed}): nothing measured")
+        return self.time_s, self.power_w
+
+    @property
+    def energy_j(self) -> float | None:
+        if self.time_s is None or self.power_w is None:
+            return None
+        return self.time_s * self.power_w
+
+    def key(self, names: tuple[str, ...]) -> tuple[KnobValue, ...]:
+        return tuple(self.knobs[n] for n in names)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "knobs": dict(self.knobs),
+            "time_s": self.time_s,
+            "power_w": self.power_w,
+            "energy_j": self.energy_j,
+            "failed": self.failed,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Trial:
+        """A trial as :meth:`to_json` wrote it (a resumed search's history)."""
+        return cls(
+            knobs=dict(data["knobs"]),
+            time_s=data.get("time_s"),
+            power_w=data.get("power_w"),
+            failed=data.get("failed"),
+        )
