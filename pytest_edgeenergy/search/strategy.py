@@ -55,3 +55,11 @@ def profiled(space: Space, history: Sequence[Trial]) -> dict[Point, Trial]:
             continue
         by_point[point] = trial
     return by_point
+
+
+def first_unprofiled(
+    space: Space, order: Sequence[Point], history: Sequence[Trial]
+) -> Knobs | None:
+    """The first point of a fixed ``order`` not profiled yet (None when all are)."""
+    done = profiled(space, history)
+    return next((space.knobs(point) for point in order if point not in done), None)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ...control.grid import CHANGE_ORDER
 from ..space import Knobs, Point, Space
-from ..strategy import profiled
+from ..strategy import first_unprofiled
 from ..trial import Trial
 
 # Batch size changes nothing on the board: it varies fastest.
@@ -41,8 +41,4 @@ class GridStrategy:
         self._order = fewest_change_order(space)
 
     def propose(self, history: Sequence[Trial]) -> Knobs | None:
-        done = profiled(self.space, history)
-        for point in self._order:
-            if point not in done:
-                return self.space.knobs(point)
-        return None
+        return first_unprofiled(self.space, self._order, history)

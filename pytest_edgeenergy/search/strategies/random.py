@@ -6,7 +6,7 @@ import random
 from collections.abc import Sequence
 
 from ..space import Knobs, Space
-from ..strategy import profiled
+from ..strategy import first_unprofiled
 from ..trial import Trial
 
 
@@ -21,8 +21,4 @@ class RandomStrategy:
         random.Random(seed).shuffle(self._order)
 
     def propose(self, history: Sequence[Trial]) -> Knobs | None:
-        done = profiled(self.space, history)
-        for point in self._order:
-            if point not in done:
-                return self.space.knobs(point)
-        return None
+        return first_unprofiled(self.space, self._order, history)
