@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -237,3 +241,226 @@ def test_bad_search_input_is_a_usage_error(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
     assert "passed" not in result.stdout.str()
+
+
+def test_all_spans_core_counts_and_the_emc_range_in_search_mode(
+    pytester: pytest.Pytester,
+) -> None:
+    # The issue's own example: every dimension `all`. The orin-nano's EMC (bpmp) shows
+    # only a min and max rate, and its 6 cores can be held online 1..6.
+    pytester.makepyfile(test_inner=WORKLOAD)
+    report = pytester.path / "r.json"
+    result = _run(
+        pytester,
+        "--edge-search=auto",
+        "--edge-objective=min-energy",
+        "--edge-trials=3",
+        "--gpu-freq=all",
+        "--cpu-freq=all",
+        "--emc-freq=all",
+        "--cpu-cores=all",
+        f"--edge-report={report}",
+    )
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*= energy search =*",
+            "note: --cpu-cores (command line) all: searched as 6 core counts (1, 2, 3, 4, 5, "
+            "6 online)",
+            "note: --emc-freq (command line) all: the EMC exposes no table of rates, only its "
+            "range; searched as min,max (*, *)",
+        ]
+    )
+    (search,) = _report(report)["search"]
+    space = search["space"]
+    assert space["cpu_cores"] == [1, 2, 3, 4, 5, 6]
+    assert len(space["emc_freq_hz"]) == 2 and space["emc_freq_hz"][0] < space["emc_freq_hz"][1]
+    assert len(space["gpu_freq_hz"]) > 1 and len(space["cpu_freq_hz"]) > 1
+    assert len(search["notes"]) == 2
+    for trial in search["trials"]:
+        assert trial["knobs"]["cpu_cores"] in space["cpu_cores"]
+        assert trial["knobs"]["emc_freq_hz"] in space["emc_freq_hz"]
+
+
+def test_cpu_cores_all_keeps_its_grid_meaning_without_search(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=WORKLOAD)
+    result = _run(pytester, "--cpu-cores=all", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.OK
+    assert len([ln for ln in result.stdout.lines if "test_work[" in ln]) == 1
+    result = _run(pytester, "--emc-freq=all", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--emc-freq*all: the EMC exposes no table of rates*"])
+
+
+def test_prior_report_seeds_the_auto_search(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=WORKLOAD)
+    first, second = pytester.path / "a.json", pytester.path / "b.json"
+    grid = ("--gpu-freq=all", "--cpu-freq=min,max")
+    _run(
+        pytester, "--edge-search=random", "--edge-trials=5", *grid, f"--edge-report={first}"
+    ).assert_outcomes(passed=6)
+    result = _run(
+        pytester,
+        "--edge-search=auto",
+        "--edge-trials=2",
+        *grid,
+        f"--edge-prior={first}",
+        f"--edge-report={second}",
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines([f"  prior: 5 profiles of {first}"])
+    (search,) = _report(second)["search"]
+    # The same test's 5 pinned trials of the first run (the dvfs reference is no profile).
+    assert search["prior"] == {"path": str(first), "profiles": 5}
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "message"),
+    [
+        (
+            "gpu_freq_hz,time_s\n306000000,0.1\n",
+            ("--edge-search=auto",),
+            "*--edge-prior *p.csv: needs columns time_s and power_w (or energy_j)*",
+        ),
+        (
+            "cpu_freq_hz,time_s,power_w\n115200000,0.1,5\n1728000000,0.05,9\n",
+            ("--edge-search=auto",),
+            "*--edge-prior *p.csv: the prior's profiles must vary the same knobs as the "
+            "search (gpu_freq_hz)*",
+        ),
+        (
+            "gpu_freq_hz,time_s,power_w\n306000000,0.1,5\n",
+            ("--edge-search=grid",),
+            "*--edge-prior (command line): a prior seeds the auto strategy only, not 'grid'*",
+        ),
+    ],
+    ids=["no-figures", "other-knobs", "not-auto"],
+)
+def test_bad_prior_is_a_usage_error_naming_it(
+    pytester: pytest.Pytester, content: str, args: tuple[str, ...], message: str
+) -> None:
+    pytester.makepyfile(test_inner=WORKLOAD)
+    prior = pytester.path / "p.csv"
+    prior.write_text(content)
+    result = _run(pytester, *args, "--edge-trials=2", "--gpu-freq=all", f"--edge-prior={prior}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "passed" not in result.stdout.str()
+
+
+SLEEPS = WORKLOAD + "    time.sleep(0.5)  # a long trial: the run is killed between two\n"
+
+
+def _trials_in(path: Path) -> int:
+    try:
+        searches = _report(path).get("search") or []
+    except (OSError, ValueError):
+        return 0  # not written yet, or being rewritten
+    return len(searches[0]["trials"]) if searches else 0
+
+
+def test_a_search_killed_mid_run_resumes_from_its_report(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=SLEEPS)
+    killed, resumed = pytester.path / "a.json", pytester.path / "b.json"
+    grid = ("--edge-search=random", "--edge-seed=3", "--gpu-freq=all", "--edge-trials=6")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEENERGY_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *BASE, *grid, f"--edge-report={killed}"],
+        cwd=pytester.path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT_S  # a guard against a hang, not a timing
+        while _trials_in(killed) < 2:
+            assert proc.poll() is None, "the search ended before its 2nd trial was reported"
+            assert time.monotonic() < deadline, "no 2nd trial in the report"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    (before,) = _report(killed)["search"]
+    done = len(before["trials"])
+    assert 2 <= done < 6
+    result = _run(pytester, *grid, f"--edge-search-resume={killed}", f"--edge-report={resumed}")
+    result.assert_outcomes(passed=6 - done, skipped=1 + done)
+    (after,) = _report(resumed)["search"]
+    assert after["resumed"] == done and len(after["trials"]) == 6
+    assert after["trials"][:done] == before["trials"]  # the finished trials, kept as measured
+    knobs = [tuple(sorted(t["knobs"].items())) for t in after["trials"]]
+    assert len(set(knobs)) == 6  # the resumed search goes on to new points
+
+
+BATCHED = """
+import time
+from pathlib import Path
+
+
+def test_work(operating_point, edge_bench, batch_size):
+    with Path("seen.txt").open("a") as f:
+        f.write(f"{operating_point.gpu_freq_hz} {batch_size}\\n")
+    gpu_hz = operating_point.gpu_freq_hz or 1_020_000_000
+    # A fixed cost per call: bigger batches cost less per item.
+    edge_bench.run(
+        lambda: time.sleep(0.004 + 0.002 * batch_size * 1e9 / gpu_hz), items_per_call=batch_size
+    )
+"""
+
+
+def test_batch_size_is_a_dimension_of_the_search(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=BATCHED)
+    report = pytester.path / "r.json"
+    result = _run(
+        pytester,
+        "--edge-search=grid",
+        "--edge-trials=4",
+        "--gpu-freq=min,max",
+        "--batch-size=4,1",
+        f"--edge-report={report}",
+    )
+    result.assert_outcomes(passed=5)  # one search: dvfs and 4 trials, no search per batch
+    doc = _report(report)
+    (search,) = doc["search"]
+    assert search["test"] == "test_inner.py::test_work"
+    assert search["space"]["batch_size"] == [1, 4]
+    knobs = [t["knobs"] for t in search["trials"]]
+    assert sorted((k["gpu_freq_hz"], k["batch_size"]) for k in knobs) == sorted(
+        (g, b) for g in search["space"]["gpu_freq_hz"] for b in (1, 4)
+    )
+    # Each trial's test ran at the proposed batch size; the reference at the first listed.
+    seen = (pytester.path / "seen.txt").read_text().split("\n")[:-1]
+    assert seen[0] == "None 4"
+    assert seen[1:] == [f"{k['gpu_freq_hz']} {k['batch_size']}" for k in knobs]
+    entries = [t for t in doc["tests"] if (t.get("extra") or {}).get("search")]
+    assert [t["extra"]["search"]["batch_size"] for t in entries] == [4] + [
+        k["batch_size"] for k in knobs
+    ]
+    # Per item, so batches compare: the fixed cost per call favours the bigger batch.
+    assert search["best"]["knobs"]["batch_size"] == 4
+
+
+def test_prior_from_another_tests_search(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=WORKLOAD)
+    first = pytester.path / "a.json"
+    _run(
+        pytester,
+        "--edge-search=random",
+        "--edge-trials=3",
+        "--gpu-freq=all",
+        "test_inner.py",
+        f"--edge-report={first}",
+    ).assert_outcomes(passed=4)
+    pytester.makepyfile(test_other=WORKLOAD.replace("test_work", "test_other_work"))
+    result = _run(
+        pytester,
+        "--edge-search=auto",
+        "--edge-trials=2",
+        "--gpu-freq=all",
+        "test_other.py",
+        f"--edge-prior={first}",
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines([f"  prior: 3 profiles of {first}"])

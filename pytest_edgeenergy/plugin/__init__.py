@@ -167,7 +167,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
         live.check_idle(_idle_w(es))
         if point_options:  # checked now, before collection: nothing runs on a bad search
-            live.prepare("", grid_request(config, {}), es.board)
+            sizes = options.parse_batch_sizes(options.grid_value(config, "batch_size"))
+            live.prepare("", grid_request(config, {}), es.board, sizes)
 
 
 def _grid_marker(metafunc: pytest.Metafunc) -> dict[str, object]:
@@ -187,18 +188,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrize ``batch_size`` and ``operating_point`` from options, env, ini, marker."""
     config = metafunc.config
     marker = _grid_marker(metafunc)
+    live = config.stash.get(SEARCH_KEY, None)
+    searched: tuple[int, ...] = ()
     try:
         if "batch_size" in metafunc.fixturenames:
             v = options.grid_value(config, "batch_size", marker.get("batch_size"))
             sizes = options.parse_batch_sizes(v)
-            metafunc.parametrize("batch_size", sizes, ids=[f"bs{n}" for n in sizes])
+            if live is not None and "operating_point" in metafunc.fixturenames and len(sizes) > 1:
+                searched = sizes  # a dimension of the search: the `batch_size` fixture
+            else:
+                metafunc.parametrize("batch_size", sizes, ids=[f"bs{n}" for n in sizes])
     except options.SettingsError as e:
         raise pytest.UsageError(str(e)) from None
     if "operating_point" not in metafunc.fixturenames:
         return
-    live = config.stash.get(SEARCH_KEY, None)
     if live is not None:
-        _parametrize_search(metafunc, live, marker)
+        _parametrize_search(metafunc, live, marker, searched)
         return
     try:
         points = _active(config).points_for(config, marker)
@@ -214,7 +219,10 @@ def _idle_w(es: EnergySession) -> float | None:
 
 
 def _parametrize_search(
-    metafunc: pytest.Metafunc, live: LiveSearch, marker: dict[str, object]
+    metafunc: pytest.Metafunc,
+    live: LiveSearch,
+    marker: dict[str, object],
+    batch_sizes: tuple[int, ...] = (),
 ) -> None:
     """``operating_point`` as the dvfs reference then trial0..trialN-1 of the search."""
     from .pinning import grid_request
@@ -226,7 +234,9 @@ def _parametrize_search(
         raise pytest.UsageError(str(e)) from None
     assert es.board is not None
     live.check_idle(_idle_w(es))
-    live.prepare(metafunc.definition.nodeid, grid_request(metafunc.config, marker), es.board)
+    live.prepare(
+        metafunc.definition.nodeid, grid_request(metafunc.config, marker), es.board, batch_sizes
+    )
     slots = live.slots()
     metafunc.parametrize(
         "operating_point", slots, ids=[s.id for s in slots], indirect=True, scope="function"
@@ -305,6 +315,18 @@ def energy(request: pytest.FixtureRequest) -> EnergyFixture:
     request.node.add_marker("edge_energy")
     es.watch_benchmark(request)  # its extra_info gets the test's energy figures at teardown
     return EnergyFixture(es, request.node.nodeid)
+
+
+@pytest.fixture
+def batch_size(request: pytest.FixtureRequest) -> int:
+    """The batch size a search's trial proposed (``--edge-search`` with several
+    ``--batch-size`` values). Otherwise ``batch_size`` is parametrized and this fixture is
+    never used."""
+    live = request.config.stash.get(SEARCH_KEY, None)
+    if live is None:
+        pytest.fail("batch_size: not parametrized (the plugin gives it from --batch-size)")
+    request.getfixturevalue("operating_point")  # the trial proposes its batch size
+    return live.batch_size_of(request.node)
 
 
 @pytest.fixture

@@ -599,6 +599,15 @@ SEARCH_OPTIONS: dict[str, Option] = {
         None,
         metavar="REPORT",
     ),
+    "prior": Option(
+        "--edge-prior",
+        "edge_prior",
+        "EDGEENERGY_PRIOR",
+        "--edge-search=auto: seed its model with the profiles of this report (the same "
+        "test's search or runs, else every search's) or CSV table (another workload or board)",
+        None,
+        metavar="REPORT_OR_CSV",
+    ),
 }
 
 
@@ -614,6 +623,7 @@ class SearchSettings:
     latency_budget_s: float | None
     seed: int
     resume: Path | None
+    prior: Path | None = None
 
 
 def add_search_options(parser: pytest.Parser) -> None:
@@ -669,6 +679,15 @@ def build_search(config: pytest.Config) -> SearchSettings | None:
     resume = Path(resume_v.text) if resume_v is not None else None
     if resume_v is not None and resume is not None and not resume.is_file():
         raise SettingsError(f"{resume_v.origin}: {resume_v.text!r}: no such report file")
+    prior_v = _search_value(config, "prior")
+    prior = Path(prior_v.text) if prior_v is not None else None
+    if prior_v is not None and strategy.text != "auto":
+        raise SettingsError(
+            f"{prior_v.origin}: a prior seeds the auto strategy only, not {strategy.text!r}; "
+            "use --edge-search=auto"
+        )
+    if prior_v is not None and prior is not None and not prior.is_file():
+        raise SettingsError(f"{prior_v.origin}: {prior_v.text!r}: no such report or CSV file")
     budgets = [_search_value(config, k) for k in ("power_budget_w", "latency_budget_s")]
     return SearchSettings(
         strategy=strategy.text,
@@ -678,6 +697,7 @@ def build_search(config: pytest.Config) -> SearchSettings | None:
         latency_budget_s=_positive_float(budgets[1]) if budgets[1] is not None else None,
         seed=_integer(seed_v) if seed_v is not None else 0,
         resume=resume,
+        prior=prior,
     )
 
 

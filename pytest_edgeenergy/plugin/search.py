@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -29,7 +30,7 @@ from .options import SearchSettings
 
 if TYPE_CHECKING:
     from ..board.detect import Board
-    from ..control.operating_point import OperatingPoint
+    from ..control.operating_point import OperatingPoint, Resolver
     from .pinning import GridRequest
     from .records import TestEnergy
     from .session import EnergySession
@@ -69,6 +70,9 @@ class TestSearch:
     reference: Trial | None = None
     reference_resumed: bool = False
     extras: dict[int, dict[str, Any]] = field(default_factory=dict)
+    batch_size: int | None = None
+    """The batch size of the slot running now (batch size searched: the proposal's, the
+    first listed for the dvfs reference)."""
 
 
 def function_id(nodeid: str) -> str:
@@ -99,9 +103,15 @@ class LiveSearch:
         self.objective = Objective(
             settings.objective, settings.power_budget_w, settings.latency_budget_s
         )
-        self._spaces: dict[tuple[tuple[str, str], ...], tuple[Space, dict[str, Any]]] = {}
+        self._spaces: dict[
+            tuple[tuple[tuple[str, str], ...], tuple[int, ...]], tuple[Space, dict[str, Any]]
+        ] = {}
+        self._batch_sizes_of: dict[str, tuple[int, ...]] = {}
         self._space_of: dict[str, tuple[Space, dict[str, Any]]] = {}
+        self._prior_of: dict[str, tuple[Trial, ...]] = {}
         self.searches: dict[str, TestSearch] = {}
+        self.notes: list[str] = []
+        """How search mode read the grid options (``all`` where the grid means one value)."""
         self._resumed: dict[str, Mapping[str, Any]] = (
             self._read_resume() if settings.resume is not None else {}
         )
@@ -146,25 +156,55 @@ class LiveSearch:
     def slots(self) -> list[Slot]:
         return [Slot(None)] + [Slot(k) for k in range(self.settings.trials)]
 
-    def prepare(self, function: str, request: GridRequest, board: Board) -> None:
+    def prepare(
+        self,
+        function: str,
+        request: GridRequest,
+        board: Board,
+        batch_sizes: Sequence[int] = (),
+    ) -> None:
         """Build and check the search space of one test function from its grid request
-        (usage error when it has nothing to search or the strategy cannot serve it)."""
+        and, when it takes ``batch_size`` and several are given, its batch sizes (usage
+        error when it has nothing to search or the strategy cannot serve it)."""
         key = tuple(sorted((k, v[0]) for k, v in request[0].items()))
-        cached = self._spaces.get(key)
+        sizes = tuple(batch_sizes) if len(batch_sizes) > 1 else ()
+        cached = self._spaces.get((key, sizes))
         if cached is None:
-            cached = self._spaces[key] = self._build_space(request, board)
+            cached = self._spaces[(key, sizes)] = self._build_space(request, board, sizes)
         self._space_of[function] = cached
+        if sizes:
+            self._batch_sizes_of[function] = sizes
+        if self.settings.prior is not None:  # "" (session start): the whole file, checked early
+            prior = self._prior_of[function] = read_prior(self.settings.prior, function)
+            if not function and sizes:
+                return  # whether a test searches batch sizes is known at collection
+            try:
+                make_strategy(
+                    self.settings.strategy,
+                    cached[0],
+                    self.objective,
+                    seed=self.settings.seed,
+                    prior=prior,
+                )
+            except EdgeEnergyError as e:
+                raise pytest.UsageError(f"--edge-prior {self.settings.prior}: {e}") from None
 
-    def _build_space(self, request: GridRequest, board: Board) -> tuple[Space, dict[str, Any]]:
+    def _build_space(
+        self, request: GridRequest, board: Board, batch_sizes: tuple[int, ...]
+    ) -> tuple[Space, dict[str, Any]]:
         from . import pinning
 
         values, sources = request
-        if not values:
+        if not values and not batch_sizes:
             raise pytest.UsageError(
                 "--edge-search has nothing to search: give grid options with several values "
                 "or all, e.g. --gpu-freq=all --cpu-freq=min,max"
             )
-        points = pinning.expand_points(request, board, force=self.force)
+        values, notes = search_values(values, sources, board, force=self.force)
+        for note in notes:
+            if note not in self.notes:
+                self.notes.append(note)
+        points = pinning.expand_points((values, sources), board, force=self.force)
         by_field: dict[str, list[Any]] = {}
         for point in points:
             for name in (*KNOB_OF_FIELD, "governor"):
@@ -191,6 +231,8 @@ class LiveSearch:
                 fixed[name] = seen[0]
                 continue
             dims[KNOB_OF_FIELD[name]] = seen
+        if batch_sizes:
+            dims["batch_size"] = list(batch_sizes)
         if not any(len(v) > 1 for v in dims.values()):
             given = ", ".join(f"{_option_of(k, sources)} {values[k][0]}" for k in values)
             raise pytest.UsageError(
@@ -224,7 +266,11 @@ class LiveSearch:
         resumed = self._resumed.get(key)
         history = [Trial.from_json(t) for t in resumed["trials"]] if resumed else []
         strategy = make_strategy(
-            self.settings.strategy, space, self.objective, seed=self.settings.seed
+            self.settings.strategy,
+            space,
+            self.objective,
+            seed=self.settings.seed,
+            prior=self._prior_of.get(function_id(item.nodeid), ()),
         )
         ts = TestSearch(key, Search(space, self.objective, strategy, history), fixed)
         ts.resumed = len(history)
@@ -250,6 +296,8 @@ class LiveSearch:
                 pytest.skip(f"dvfs reference taken over from {source}")
             knobs: Knobs = {}
             point = DVFS
+            sizes = self._batch_sizes_of.get(function_id(item.nodeid))
+            ts.batch_size = sizes[0] if sizes else None
         else:
             if slot.index < ts.resumed:
                 pytest.skip(f"{slot.id} taken over from {source}")
@@ -260,6 +308,8 @@ class LiveSearch:
                     f"(space of {ts.search.space.size()} points)"
                 )
             knobs = proposed
+            size = knobs.get("batch_size")
+            ts.batch_size = size if isinstance(size, int) else None
             fields: dict[str, Any] = {f: knobs[k] for f, k in KNOB_OF_FIELD.items() if k in knobs}
             point = OperatingPoint(**fields, **ts.fixed)
         nodeid = item.nodeid
@@ -270,6 +320,8 @@ class LiveSearch:
             "objective": self.objective.describe(),
             "knobs": dict(knobs),
         }
+        if ts.batch_size is not None:
+            rec.extra["search"]["batch_size"] = ts.batch_size
         with ExitStack() as stack:
             try:
                 pinned = stack.enter_context(es.pinned(nodeid, point))
@@ -280,6 +332,17 @@ class LiveSearch:
                 pytest.skip(f"{slot.id}: {why} (recorded as a failed trial)")
             yield pinned
         self._finish(es, ts, slot, knobs, rec, failed=None)
+
+    def batch_size_of(self, item: pytest.Item) -> int:
+        """The batch size the running slot of ``item``'s search uses (its operating point
+        set up first)."""
+        ts = self._search_of(item)
+        if ts.batch_size is None:
+            raise pytest.UsageError(
+                f"{item.nodeid}: batch_size is not a dimension of this search; give "
+                "--batch-size several values"
+            )
+        return ts.batch_size
 
     def _finish(
         self,
@@ -323,13 +386,22 @@ class LiveSearch:
                 resumed=ts.resumed,
                 reference=_trial_json(ts.reference),
                 saving=saving(result.best, ts.reference),
+                space={d.name: list(d.values) for d in ts.search.space.dims},
+                notes=list(self.notes),
+                prior=self._prior_json(ts.key),
             )
             out.append(entry)
         return out
 
+    def _prior_json(self, key: str) -> dict[str, Any] | None:
+        prior = self._prior_of.get(function_id(key))
+        if self.settings.prior is None or prior is None:
+            return None
+        return {"path": str(self.settings.prior), "profiles": sum(t.ok for t in prior)}
+
     def summary_lines(self) -> list[str]:
         """The terminal summary: each search's trials, best point, saving, front."""
-        lines: list[str] = []
+        lines: list[str] = [f"note: {n}" for n in self.notes] if self.searches else []
         for ts in self.searches.values():
             result = ts.search.result()
             lines.append(
@@ -337,6 +409,9 @@ class LiveSearch:
                 f"{self.objective.describe()}, {result.profiles} points profiled"
                 + (f" ({ts.resumed} resumed)" if ts.resumed else "")
             )
+            prior = self._prior_json(ts.key)
+            if prior is not None:
+                lines.append(f"  prior: {prior['profiles']} profiles of {prior['path']}")
             if ts.reference is not None:
                 lines.append(f"  {'dvfs':8} {'(reference)':48} {_figures(ts.reference)}")
             for i, t in enumerate(result.trials):
@@ -363,6 +438,109 @@ class LiveSearch:
             terminalreporter.write_sep("=", "energy search")
             for line in lines:
                 terminalreporter.write_line(line)
+
+
+def read_prior(path: Path, function: str) -> tuple[Trial, ...]:
+    """The profiles ``--edge-prior`` seeds a test's auto search with. From a report: the
+    trials of the same test's search, else the same test's pinned runs, else every search's
+    trials (another workload's), else every pinned run; a CSV table whole. A file that
+    cannot serve is a usage error naming it."""
+    from ..report.load import load_report
+    from ..search.replay import ReplayError, read_replay, report_rows, table_from_rows
+
+    def trials_of(entries: Sequence[Mapping[str, Any]]) -> tuple[Trial, ...]:
+        trials = tuple(Trial.from_json(t) for e in entries for t in e.get("trials") or [])
+        return trials if any(t.ok for t in trials) else ()
+
+    try:
+        if path.suffix.lower() != ".json":
+            return read_replay(path).trials
+        report = load_report(path)
+        entries = report.get("search") or []
+        mine = trials_of([e for e in entries if function_id(str(e.get("test"))) == function])
+        if mine:
+            return mine
+        same = [r for r in report_rows(report) if r["test"] == function]
+        if same:
+            return table_from_rows(same, str(path)).trials
+        every = trials_of(entries)
+        if every:
+            return every
+        if report_rows(report):
+            return read_replay(path).trials
+        raise ReplayError(path, "has no profiled point (no pinned test, no search trial)")
+    except (EdgeEnergyError, OSError, ValueError, KeyError, TypeError) as e:
+        text = str(e) if str(path) in str(e) else f"{path}: {e}"
+        raise pytest.UsageError(f"--edge-prior {text}") from None
+
+
+def search_values(
+    values: Mapping[str, list[str]], sources: Mapping[str, str], board: Board, *, force: bool
+) -> tuple[dict[str, list[str]], list[str]]:
+    """The grid options as a search reads them, and a note for each change.
+
+    ``--cpu-cores=all`` spans every core count the board can hold online (1..N), not only
+    N as in a grid; ``--emc-freq=all`` on an EMC without a table of rates (the bpmp
+    interface: only its min and max) spans ``min,max``. Everything else is the grid's.
+    """
+    from ..control.errors import ControlError, NotOffered
+    from ..control.operating_point import Resolver
+    from ..control.values import format_freq
+
+    resolver = Resolver(board, force=force, sources=sources)
+    out = {k: list(v) for k, v in values.items()}
+    notes: list[str] = []
+
+    def replace_all(key: str, by: list[str]) -> None:
+        out[key] = [
+            ",".join(
+                ",".join(by) if item.strip().lower() == "all" else item.strip()
+                for item in text.split(",")
+            )
+            for text in out[key]
+        ]
+
+    if any(_says_all(t) for t in out.get("cpu_cores", [])):
+        try:
+            (total,) = resolver.cores("all")
+        except (ControlError, OSError, ValueError) as e:
+            raise pytest.UsageError(str(e)) from None
+        counts = [str(k) for k in range(1, int(total or 0) + 1) if _holds(resolver, k)]
+        replace_all("cpu_cores", counts)
+        notes.append(
+            f"{resolver.source('cpu_cores')} all: searched as {len(counts)} core counts "
+            f"({', '.join(counts)} online)"
+        )
+    if any(_says_all(t) for t in out.get("emc_freq", [])):
+        try:
+            resolver.emc_freqs("all")
+        except NotOffered:
+            try:
+                lo, hi = resolver.emc_freqs("min,max")
+            except (ControlError, OSError, ValueError) as e:
+                raise pytest.UsageError(str(e)) from None
+            assert lo is not None and hi is not None
+            replace_all("emc_freq", ["min", "max"])
+            notes.append(
+                f"{resolver.source('emc_freq')} all: the EMC exposes no table of rates, only "
+                f"its range; searched as min,max ({format_freq(lo)}, {format_freq(hi)})"
+            )
+    return out, notes
+
+
+def _says_all(text: str) -> bool:
+    return any(item.strip().lower() == "all" for item in text.split(","))
+
+
+def _holds(resolver: Resolver, count: int) -> bool:
+    """Whether ``count`` cores can be held online (the others offline) on this board."""
+    from ..control.errors import ControlError
+
+    try:
+        resolver.cores(str(count))
+    except ControlError:
+        return False
+    return True
 
 
 def measured_trial(knobs: Knobs, rec: TestEnergy, benches: Sequence[Any]) -> Trial:
