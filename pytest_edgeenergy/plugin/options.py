@@ -51,6 +51,16 @@ OPTIONS: dict[str, Option] = {
         None,
         metavar="sim:MODEL",
     ),
+    "sim_load": Option(
+        "--edge-sim-load",
+        "edge_sim_load",
+        "EDGEENERGY_SIM_LOAD",
+        "utilisation of a virtual board made by --edge-board=sim:MODEL: 'host' (follows this "
+        "machine's CPU load) or a fraction 0..1 that pins it (reproducible power on a shared "
+        "machine)",
+        "host",
+        metavar="host|FRACTION",
+    ),
     "root": Option(
         "--edge-root",
         "edge_root",
@@ -168,6 +178,8 @@ class Settings:
     """True when any board option was given: then the board is set up at session start."""
     report_overwrite: bool = False
     """``report`` may replace an existing file."""
+    sim_load: float | None = None
+    """A virtual board's pinned utilisation (0..1); None: it follows the host's CPU load."""
 
     @property
     def wants_board(self) -> bool:
@@ -208,6 +220,7 @@ def build(config: pytest.Config) -> Settings:
         )
     interval = _raw(config, "interval_ms")
     assert interval is not None
+    sim_load = _sim_load(_raw(config, "sim_load"))
     source = _raw(config, "source")
     assert source is not None
     if source.text not in SOURCES:
@@ -234,7 +247,20 @@ def build(config: pytest.Config) -> Settings:
         idle_s=_positive_float(idle, allow_zero=True),
         requested=board is not None or root is not None,
         report_overwrite=overwrite,
+        sim_load=sim_load,
     )
+
+
+def _sim_load(v: Value | None) -> float | None:
+    if v is None or v.text == "host":
+        return None
+    try:
+        x = float(v.text)
+    except ValueError:
+        x = -1.0
+    if not 0.0 <= x <= 1.0:
+        raise SettingsError(f"{v.origin}: {v.text!r} is not 'host' nor a fraction 0..1")
+    return x
 
 
 # -- the grid: operating-point dimensions and batch sizes ---------------------------------

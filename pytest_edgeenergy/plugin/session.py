@@ -211,7 +211,7 @@ class EnergySession:
 
         root = Path(tempfile.mkdtemp(prefix=f"edgeenergy-sim-{model}-"))
         self._stack.callback(shutil.rmtree, root, True)
-        create(model, root)
+        create(model, root, load=self.settings.sim_load)
         proc: AbstractContextManager[Any] = SimProcess(root, owns_tree=True)
         self._stack.enter_context(proc)
         return root

@@ -282,13 +282,16 @@ def _peak_power_w(model: BoardModel) -> dict[str, float]:
     return rail_power_w(model, PowerState(clusters, top, top, emc, emc, 1.0))
 
 
-def create(model: str, root: Path, *, update_interval_ms: float = 5.0) -> Path:
+def create(
+    model: str, root: Path, *, update_interval_ms: float = 5.0, load: float | None = None
+) -> Path:
     """Write a virtual ``model`` board into ``root`` and return ``root``.
 
     Raises :class:`~pytest_edgeenergy.sim.models.UnknownBoardModel` for an unknown model,
     :class:`TreeNotEmpty` when ``root`` is a non-empty directory that is not a virtual board
     (an existing virtual board is replaced), :class:`SimAlreadyRunning` when a simulator is
-    animating it, ValueError for a non-positive ``update_interval_ms``.
+    animating it, ValueError for a non-positive ``update_interval_ms``. ``load`` (0..1)
+    pins the board's utilisation; None lets it follow the host's CPU load.
     """
     spec = get_model(model)
     if not update_interval_ms > 0:
@@ -307,7 +310,7 @@ def create(model: str, root: Path, *, update_interval_ms: float = 5.0) -> Path:
     write_text(root / "proc/meminfo", meminfo_text(spec))
     write_text(root / "etc/nvpmodel.conf", conf_text(spec))
     write_text(root / NVPMODEL_STATUS, f"pmode:{mode.id:04d} fmode:fanNull\n")
-    write_text(root / LOAD_OVERRIDE, "host\n")
+    write_text(root / LOAD_OVERRIDE, "host\n" if load is None else f"{load:g}\n")
     (root / TRUTH_DIR).mkdir(parents=True, exist_ok=True)
     for tool in SHIM_TOOLS:
         write_text(root / "usr/bin" / tool, _shim_script(tool), mode=0o755)
