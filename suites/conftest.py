@@ -2,7 +2,11 @@
 of synthetic JPEGs. Nothing is ever downloaded.
 
 ``--edge-weights DIR`` (env ``EDGEENERGY_WEIGHTS``): ``DIR/<workload>.pt`` state_dicts loaded
-when present (the result's ``params.weights`` names the file, else says ``random``).
+when present (the result's ``params.weights`` names the file, else says ``random``); for the
+LLM suite ``DIR/<workload>/`` (a local model directory: config.json + safetensors) or
+``DIR/<workload>.gguf`` (int4 through llama.cpp).
+``--edge-prompt-tokens LIST`` / ``--edge-new-tokens LIST`` (env ``EDGEENERGY_PROMPT_TOKENS``,
+``EDGEENERGY_NEW_TOKENS``): the LLM suite's token-count dimensions.
 ``--edge-data DIR`` (env ``EDGEENERGY_DATA``): an ImageFolder the training suite reads instead
 of synthetic JPEGs. Synthetic JPEGs are cached under ``$EDGEENERGY_CACHE``, else pytest's
 cache directory (``.pytest_cache``), else ``~/.cache/pytest-edgeenergy``.
@@ -16,15 +20,24 @@ from pathlib import Path
 
 import pytest
 
-from pytest_edgeenergy.workloads.errors import LocalFileError
+from pytest_edgeenergy.workloads.errors import LocalFileError, WorkloadError
 from pytest_edgeenergy.workloads.jpeg_cache import CACHE_ENV, default_cache_root
+from pytest_edgeenergy.workloads.llm_grid import (
+    MIN_NEW_TOKENS,
+    NEW_TOKENS,
+    PROMPT_TOKENS,
+    QUICK_NEW_TOKENS,
+    QUICK_PROMPT_TOKENS,
+    parse_token_counts,
+)
 from pytest_edgeenergy.workloads.local_files import DATA_ENV, WEIGHTS_ENV, resolve_dir
 
 _DIR_OPTIONS = (
     (
         "--edge-weights",
         "edge_weights",
-        f"directory of local weights: DIR/<workload>.pt state_dicts (env {WEIGHTS_ENV}); "
+        f"directory of local weights: DIR/<workload>.pt state_dicts; LLMs: DIR/<workload>/ "
+        f"(config.json + safetensors) or DIR/<workload>.gguf (env {WEIGHTS_ENV}); "
         "without it models keep random weights",
     ),
     (
@@ -36,15 +49,78 @@ _DIR_OPTIONS = (
 )
 
 
+_TOKEN_OPTIONS = (
+    (
+        "--edge-prompt-tokens",
+        "edge_prompt_tokens",
+        "EDGEENERGY_PROMPT_TOKENS",
+        PROMPT_TOKENS,
+        QUICK_PROMPT_TOKENS,
+        1,
+        "prompt tokens per sequence",
+    ),
+    (
+        "--edge-new-tokens",
+        "edge_new_tokens",
+        "EDGEENERGY_NEW_TOKENS",
+        NEW_TOKENS,
+        QUICK_NEW_TOKENS,
+        MIN_NEW_TOKENS,
+        "generated tokens per sequence (the first from the prefill)",
+    ),
+)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("edgeenergy")
     for flag, dest, text in _DIR_OPTIONS:
         with contextlib.suppress(ValueError):  # already registered by the plugin itself
             group.addoption(flag, dest=dest, default=None, metavar="DIR", help=text)
+    for flag, dest, env, default, quick, _, what in _TOKEN_OPTIONS:
+        _list = ",".join(map(str, default))
+        _quick = ",".join(map(str, quick))
+        group.addoption(
+            flag,
+            dest=dest,
+            default=None,
+            metavar="LIST",
+            help=f"LLM suite: {what}, comma-separated (env {env}; default {_list}, "
+            f"--edge-quick {_quick})",
+        )
+
+
+def _token_counts(config: pytest.Config, dest: str) -> tuple[int, ...]:
+    from pytest_edgeenergy.plugin.bench_options import build
+
+    for flag, d, env, default, quick, minimum, _ in _TOKEN_OPTIONS:
+        if d != dest:
+            continue
+        cli = config.getoption(dest, None)
+        if cli is not None:
+            return parse_token_counts(str(cli), f"{flag} (command line)", minimum)
+        if os.environ.get(env):
+            return parse_token_counts(os.environ[env], f"{env} (environment)", minimum)
+        return quick if build(config).quick else default
+    raise KeyError(dest)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``prompt_tokens`` and ``new_tokens`` (ids ``p32``, ``n8``) for the tests using them."""
+    for name, dest, prefix in (
+        ("prompt_tokens", "edge_prompt_tokens", "p"),
+        ("new_tokens", "edge_new_tokens", "n"),
+    ):
+        if name in metafunc.fixturenames:
+            try:
+                counts = _token_counts(metafunc.config, dest)
+            except WorkloadError as e:
+                raise pytest.UsageError(str(e)) from None
+            metafunc.parametrize(name, counts, ids=[f"{prefix}{n}" for n in counts])
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """A bad weights or data directory stops the session at once, naming its source."""
+    """A bad weights or data directory or token list stops the session at once, naming its
+    source."""
     for flag, dest, env in (
         ("--edge-weights", "edge_weights", WEIGHTS_ENV),
         ("--edge-data", "edge_data", DATA_ENV),
@@ -52,6 +128,15 @@ def pytest_configure(config: pytest.Config) -> None:
         try:
             resolve_dir(config.getoption(dest, None), env, flag)
         except LocalFileError as e:
+            raise pytest.UsageError(str(e)) from None
+    for flag, dest, env, _, _, minimum, _ in _TOKEN_OPTIONS:
+        cli = config.getoption(dest, None)
+        try:
+            if cli is not None:
+                parse_token_counts(str(cli), f"{flag} (command line)", minimum)
+            elif os.environ.get(env):
+                parse_token_counts(os.environ[env], f"{env} (environment)", minimum)
+        except WorkloadError as e:
             raise pytest.UsageError(str(e)) from None
 
 

@@ -17,25 +17,35 @@ pytest.importorskip("torch", reason="the benchmark suites need torch (pip instal
 pytest.importorskip("torchvision", reason="detection needs torchvision")
 
 from pytest_edgeenergy.workloads.detection import DETECTIONS_PER_IMAGE
-from pytest_edgeenergy.workloads.grid import COMBINATION_ARGS, combination_params, prepare_inference
+from pytest_edgeenergy.workloads.grid import INFERENCE_ARGS, inference_params, prepare_inference
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.bench.runner import EdgeBench
 
 
-@pytest.mark.parametrize(COMBINATION_ARGS, combination_params("detection"))
+@pytest.mark.parametrize(INFERENCE_ARGS, inference_params("detection"))
 def test_detection(
     edge_bench: EdgeBench,
     operating_point: object,
     batch_size: int,
     workload: str,
+    runtime: str,
     graph_mode: str,
     precision: str,
     device: str,
     edge_weights_dir: Path | None,
+    edge_cache_dir: Path,
 ) -> None:
     model = prepare_inference(
-        edge_bench, workload, graph_mode, precision, device, batch_size, edge_weights_dir
+        edge_bench,
+        workload,
+        graph_mode,
+        precision,
+        device,
+        batch_size,
+        edge_weights_dir,
+        runtime=runtime,
+        cache_dir=edge_cache_dir,
     )
     out = model.output
     assert out is not None and out["images"] == batch_size

@@ -14,26 +14,36 @@ import pytest
 
 pytest.importorskip("torch", reason="the benchmark suites need torch (pip install torch)")
 
-from pytest_edgeenergy.workloads.grid import COMBINATION_ARGS, combination_params, prepare_inference
+from pytest_edgeenergy.workloads.grid import INFERENCE_ARGS, inference_params, prepare_inference
 from pytest_edgeenergy.workloads.nlp import SEQ_LEN_TOKENS
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.bench.runner import EdgeBench
 
 
-@pytest.mark.parametrize(COMBINATION_ARGS, combination_params("nlp"))
+@pytest.mark.parametrize(INFERENCE_ARGS, inference_params("nlp"))
 def test_nlp(
     edge_bench: EdgeBench,
     operating_point: object,
     batch_size: int,
     workload: str,
+    runtime: str,
     graph_mode: str,
     precision: str,
     device: str,
     edge_weights_dir: Path | None,
+    edge_cache_dir: Path,
 ) -> None:
     model = prepare_inference(
-        edge_bench, workload, graph_mode, precision, device, batch_size, edge_weights_dir
+        edge_bench,
+        workload,
+        graph_mode,
+        precision,
+        device,
+        batch_size,
+        edge_weights_dir,
+        runtime=runtime,
+        cache_dir=edge_cache_dir,
     )
     out = model.output
     assert out is not None and out["shape"][:2] == [batch_size, SEQ_LEN_TOKENS]

@@ -90,6 +90,14 @@ def test_workload_filter(conf: pytest.Pytester) -> None:
     assert selected("anything", conf.parseconfig())
 
 
+def test_workload_filter_reads_dashes_and_dots_as_underscores(conf: pytest.Pytester) -> None:
+    config = conf.parseconfig("--workload", "mistral-7b,TinyLlama-1.1B")
+    assert selected("mistral_7b", config)
+    assert selected("tinyllama_1_1b", config)
+    assert not selected("mistral_7b_instruct", config)
+    assert not selected("llama2_7b", config)
+
+
 TEST_FILE = """
 import hashlib
 

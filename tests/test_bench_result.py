@@ -182,6 +182,22 @@ def test_summary_rows() -> None:
     assert summary_rows([], header=False) == []
 
 
+def test_summary_rows_name_a_runs_label_and_round_up_the_prefix() -> None:
+    import dataclasses
+
+    steady = bench([window(0.5, 2.0)], workload="llm_tiny")
+    decode = dataclasses.replace(steady, label="decode")
+    rows = summary_rows([steady, decode], header=False)
+    assert [r[0] for r in rows] == ["llm_tiny", "llm_tiny [decode]"]
+    # 99.96 J over 100 items = 0.9996 J: one joule, not "1e+03 mJ"
+    assert summary_rows([bench([window(99.96, 2.0)])], header=False)[0][4] == "1 J"
+    assert summary_rows([bench([window(99.0, 2.0)])], header=False)[0][4] == "990 mJ"
+    paced = bench([window(0.5, 2.0)], workload="w", scenario="fixed-rate", rate_hz=30.0)
+    assert summary_rows([paced], header=False)[0][1] == "cpu fixed-rate@30/s"
+    offline = bench([window(0.5, 2.0)], workload="w", scenario="offline")
+    assert summary_rows([offline], header=False)[0][1] == "cpu"
+
+
 def test_report_params_operating_point_shapes() -> None:
     op = OperatingPoint(power_mode="15W")
     p = bench([window(1.0, 1.0)], operating_point=op, batch_size=8).report_params()

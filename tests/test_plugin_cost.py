@@ -18,6 +18,7 @@ RUN_TIMEOUT_S = 180.0
 INERT_MODULES = {
     "pytest_edgeenergy",
     "pytest_edgeenergy.bench",
+    "pytest_edgeenergy.bench.scenarios",  # the Scenario of the settings (stdlib only)
     "pytest_edgeenergy.bench.settings",
     "pytest_edgeenergy.board",
     "pytest_edgeenergy.board.generations",

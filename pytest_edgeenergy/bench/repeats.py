@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .memory import ProcessPeak, board_memory_used_bytes
 from .result import RepeatResult
+from .scenarios import Scenario, Schedule, run_schedule
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -47,9 +48,12 @@ class Repeats:
         peak: ProcessPeak,
         setup: Callable[[], object] | None = None,
         on_repeat: Callable[[RepeatResult], None] | None = None,
+        scenario: Scenario | None = None,
     ) -> None:
         """``torch``: the torch module on CUDA devices (synchronised at window edges and
-        after each call), else None. ``setup`` runs before each window is opened."""
+        after each call), else None. ``setup`` runs before each window is opened.
+        ``scenario`` (not offline): each window runs ``calls`` queries on its schedule
+        (:func:`.scenarios.run_schedule`)."""
         self._session = session
         self._nodeid = nodeid
         self._fn = fn
@@ -62,6 +66,8 @@ class Repeats:
         self._peak = peak
         self._setup = setup
         self._on_repeat = on_repeat
+        self._scenario = scenario if scenario is not None and not scenario.offline else None
+        self._schedule: Schedule | None = None
         self.results: list[RepeatResult] = []
         self._handle: WindowHandle | None = None
         self._lat = array("d")
@@ -78,7 +84,16 @@ class Repeats:
         try:
             while self._open_next():
                 append = self._lat.append
-                if sync is None:
+                if self._scenario is not None:
+                    self._schedule = run_schedule(
+                        self._scenario,
+                        fn,
+                        self.calls,
+                        self._lat,
+                        repeat=len(self.results),
+                        sync=sync,
+                    )
+                elif sync is None:
                     for _ in range(self.calls):
                         t0 = perf()
                         fn()
@@ -96,8 +111,9 @@ class Repeats:
 
     def run_with(self, benchmark: Any) -> list[RepeatResult]:
         """All repeats as the rounds of ``benchmark.pedantic``. A disabled benchmark
-        (``--benchmark-disable``) runs its target once: then that target is :meth:`run`."""
-        if not getattr(benchmark, "enabled", True):
+        (``--benchmark-disable``) runs its target once: then that target is :meth:`run`,
+        as it is for a scenario (pedantic's rounds would time the sleeps)."""
+        if not getattr(benchmark, "enabled", True) or self._scenario is not None:
             benchmark.pedantic(self.run)
             return self.results
         try:
@@ -184,7 +200,9 @@ class Repeats:
                 board_memory_used_bytes(self._root) if self._root is not None else None
             ),
             cuda_peak_bytes=int(torch.cuda.max_memory_allocated()) if torch is not None else None,
+            schedule=self._schedule,
         )
+        self._schedule = None
         if rep.latency is not None and len(lat) > MAX_KEPT_LATENCIES:
             rep.latencies_s = ()  # the summary is computed; the raw values would cost memory
         self.results.append(rep)

@@ -11,6 +11,9 @@ sample stdev, min, max, 95 % Student-t interval):
 * ``edp``: energy-delay product per item = J per item x s per item, where s per item =
   window duration / items (= 1 / throughput), in J*s.
 * ``memory_peak``: the process's peak RSS during the repeat, B.
+* In a scenario other than offline (:mod:`.scenarios`) ``latency_*`` are per query, from
+  its arrival to its completion (queueing included), and ``deadline_misses`` (queries),
+  ``deadline_miss_fraction`` and ``idle_fraction`` (fraction, 0..1) are added.
 
 A result with an INVALID window is invalid: its energy-derived metrics (energy, power, EDP)
 have a null ``value``; their ``samples`` hold only the valid windows' figures. Never 0 J.
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from ..report.model import Metric, Validity
 from ..report.windows import metric as _metric
 from ..report.windows import validity_of, window_metrics
+from .scenarios import Schedule, schedule_metrics, schedule_summary
 from .stats import LatencySummary, summarize_latencies
 
 if TYPE_CHECKING:
@@ -36,6 +40,7 @@ __all__ = [
     "ENERGY_METRICS",
     "BenchReport",
     "BenchResult",
+    "DerivedMetric",
     "PhaseResult",
     "RepeatResult",
     "merge_report",
@@ -75,6 +80,9 @@ class RepeatResult:
     memory_peak_bytes: int | None = None
     board_memory_used_bytes: int | None = None
     cuda_peak_bytes: int | None = None
+    schedule: Schedule | None = None
+    """What the repeat's scenario schedule did; None offline (then latencies are per call,
+    else per query from arrival, queueing included)."""
 
     @property
     def valid(self) -> bool:
@@ -137,6 +145,7 @@ class RepeatResult:
             "net_energy_j": self.net_energy_j,
             "latency_p90_s": lat.p90_s if lat is not None else None,
             "memory_peak_bytes": self.memory_peak_bytes,
+            **({"schedule": self.schedule.to_json()} if self.schedule is not None else {}),
         }
 
 
@@ -279,6 +288,7 @@ class BenchResult:
             out["memory_cuda_peak"] = _metric("memory_cuda_peak", cuda, unit="B")
         # The window figures (energy, power, duration, rails): as the energy fixture's.
         out.update(window_metrics(self.windows, trusted=ok))
+        out.update(schedule_metrics([r.schedule for r in reps]))
         return out
 
     def value(self, name: str) -> float | None:
@@ -319,7 +329,12 @@ class BenchResult:
             "temperature_c": {"start": self.temperature_start_c, "end": self.temperature_end_c},
             "memory_method": self.memory_method,
             "simulated": self.simulated,
+            **self._scenario_extra(),
         }
+
+    def _scenario_extra(self) -> dict[str, Any]:
+        summary = schedule_summary([r.schedule for r in self.repeats])
+        return {"scenario": summary} if summary is not None else {}
 
     def shape(self) -> dict[str, int]:
         """Work per call and per repeat, and the number of repeats."""
@@ -402,6 +417,22 @@ class PhaseResult:
         }
 
 
+@dataclass(frozen=True)
+class DerivedMetric:
+    """A metric a test computes from its runs' figures (``edge_bench.derive``): one value
+    per repeat, its unit and the exact formula (the report's ``extra.formulas``)."""
+
+    name: str
+    values: tuple[float | None, ...]
+    unit: str
+    formula: str
+    trusted: bool = True
+    """False when it derives from an invalid window: ``value`` is then null."""
+
+    def metric(self) -> Metric:
+        return _metric(self.name, self.values, trusted=self.trusted, unit=self.unit)
+
+
 class BenchReport(TypedDict):
     """Everything a test's ``edge_bench`` contributes to its report entry."""
 
@@ -442,8 +473,10 @@ def merge_report(
     results: Sequence[BenchResult],
     phases: Sequence[PhaseResult] = (),
     preflights: Sequence[Mapping[str, Any]] = (),
+    derived: Sequence[DerivedMetric] = (),
 ) -> BenchReport:
-    """One test's metrics from all its runs and phases.
+    """One test's metrics from all its runs and phases, and its ``derived`` metrics (plain
+    names, their formulas in ``extra.formulas``).
 
     The first run labelled ``steady`` (the default) keeps plain metric names; every other
     run or phase has its names prefixed ``LABEL.`` (``load.energy_j``, ``bs64.latency_p90``;
@@ -455,6 +488,7 @@ def merge_report(
         metrics.update({prefix + k: m for k, m in r.metrics().items()})
     for prefix, p in zip(phase_prefixes, phases, strict=True):
         metrics.update({prefix + k: m for k, m in p.metrics().items()})
+    metrics.update({d.name: d.metric() for d in derived})
     # The steady-state runs decide validity; a phase (a single, often short, load window)
     # that is too short only loses its own figures (null) and is named in the reason.
     run_windows = [w for r in results for w in r.windows]
@@ -476,6 +510,7 @@ def merge_report(
             "runs": [r.extra() for r in results],
             "phases": [p.to_json() for p in phases],
             "preflight": [dict(v) for v in preflights],
+            **({"formulas": {d.name: d.formula for d in derived}} if derived else {}),
         },
         "valid": validity["valid"] if validity is not None else True,
         "reason": validity["reason"] if validity is not None else None,

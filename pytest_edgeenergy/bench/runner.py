@@ -11,6 +11,10 @@ synchronised at the window edges and after each call, so per-call latency is rea
 When the test also uses pytest-benchmark's ``benchmark`` and has not used it yet, the first
 run's repeats are the rounds of ``benchmark.pedantic`` (:mod:`.repeats`); the energy figures
 go into ``benchmark.extra_info`` after every run and phase (:mod:`.extra_info`).
+
+With ``--edge-scenario`` (or ``run(scenario=...)``) other than offline, each repeat runs its
+calls as queries on the scenario's schedule (:mod:`.scenarios`: single-stream, fixed-rate,
+server) and pytest-benchmark times the whole run once.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
@@ -29,11 +33,13 @@ from .repeats import Repeats
 from .result import (
     BenchReport,
     BenchResult,
+    DerivedMetric,
     PhaseResult,
     RepeatResult,
     merge_report,
     metric_prefixes,
 )
+from .scenarios import Scenario, plan_queries
 from .settings import BenchSettings
 
 if TYPE_CHECKING:
@@ -134,6 +140,7 @@ class EdgeBench:
         self._results: list[BenchResult] = []
         self._phases: list[PhaseResult] = []
         self._preflights: list[FitVerdict] = []
+        self._derived: list[DerivedMetric] = []
         self._peak = ProcessPeak()
 
     # ---- what was measured -----------------------------------------------------------
@@ -156,7 +163,12 @@ class EdgeBench:
 
     def report(self) -> BenchReport:
         """Metrics, params, validity and extra for the test's report entry."""
-        return merge_report(self._results, self._phases, [v.to_json() for v in self._preflights])
+        return merge_report(
+            self._results,
+            self._phases,
+            [v.to_json() for v in self._preflights],
+            self._derived,
+        )
 
     # ---- plumbing --------------------------------------------------------------------
     def _with_point(self, params: Mapping[str, object] | None) -> dict[str, object]:
@@ -204,13 +216,17 @@ class EdgeBench:
         items: int | None = None,
         min_window_s: float | None = None,
         calibrate: bool = True,
+        scenario: Scenario | None = None,
     ) -> BenchResult:
         """Warm up, then measure ``repeats`` windows of fixed work; see the module docstring.
 
         ``setup`` runs (unmeasured) before the warm-up and before each repeat's window.
         ``repeats``, ``items``, ``min_window_s`` override the session's settings for this
         run; ``calibrate=False`` keeps exactly the requested work even when windows get
-        too short (they are then reported INVALID by the meter).
+        too short (they are then reported INVALID by the meter). ``scenario`` overrides
+        ``--edge-scenario`` for this run: other than offline, each repeat runs its queries
+        (one call each) on the scenario's schedule (:mod:`.scenarios`); a paced schedule
+        shorter than the minimum window gets more queries.
         """
         _positive_int("items_per_call", items_per_call, 1)
         s = self.settings
@@ -236,9 +252,16 @@ class EdgeBench:
             setup()
         warm_s = self._warmup(fn, n_warmup, cuda)
         base_calls = math.ceil(n_items / items_per_call)
-        calls, why = plan_calls(
-            base_calls, warm_s, self._required_s(meter, window_s), calibrate=calibrate
-        )
+        scen = scenario if scenario is not None else s.scenario
+        if scen.paced:
+            calls, why = plan_queries(
+                scen, base_calls, self._required_s(meter, window_s), calibrate=calibrate
+            )
+        else:
+            calls, why = plan_calls(
+                base_calls, warm_s, self._required_s(meter, window_s), calibrate=calibrate
+            )
+        params = {**scen.params(), **(params or {})}
 
         from ..control.residency import ResidencySampler
 
@@ -261,6 +284,7 @@ class EdgeBench:
             peak=self._peak,
             setup=setup,
             on_repeat=lambda rep: self._emit(self._progress_line(label, rep, n_repeats), started),
+            scenario=scen,
         )
         benchmark = self._benchmark
         try:
@@ -307,9 +331,15 @@ class EdgeBench:
         energy = f"{e:.4g} J/item" if e is not None else "- J/item"
         rate = f"{tp:.4g} items/s" if tp is not None else "- items/s"
         state = "valid" if rep.valid else f"INVALID: {rep.window.invalid_reason}"
+        sched = rep.schedule
+        misses = (
+            f", {sched.misses}/{sched.queries} deadline misses"
+            if sched is not None and sched.misses is not None
+            else ""
+        )
         return (
             f"edge_bench {self.nodeid} [{label}] repeat {rep.index + 1}/{n}: {rep.items} items "
-            f"in {rep.duration_s:.3f} s, {energy}, {rate}, {state}"
+            f"in {rep.duration_s:.3f} s, {energy}, {rate}{misses}, {state}"
         )
 
     def _fill_extra_info(self) -> None:
@@ -362,6 +392,28 @@ class EdgeBench:
         self._phases.append(result)
         self._fill_extra_info()
         return value, result
+
+    def derive(
+        self,
+        name: str,
+        values: Sequence[float | None],
+        *,
+        unit: str,
+        formula: str,
+        trusted: bool = True,
+    ) -> DerivedMetric:
+        """Record a metric computed from this test's runs (one value per repeat, None where
+        a repeat has none) with its unit and exact formula; it joins the report's metrics
+        under ``name`` and ``formula`` goes to ``extra.formulas``. ``trusted=False`` (it
+        derives from an invalid window) keeps the samples but makes ``value`` null."""
+        if not name or any(name == d.name for d in self._derived):
+            raise ValueError(f"edge_bench.derive: name {name!r} is empty or already derived")
+        if not unit or not formula:
+            raise ValueError(f"edge_bench.derive: {name} needs a unit and a formula")
+        derived = DerivedMetric(name, tuple(values), unit, formula, trusted)
+        self._derived.append(derived)
+        self._fill_extra_info()
+        return derived
 
     # ---- memory pre-flight -----------------------------------------------------------
     def preflight(

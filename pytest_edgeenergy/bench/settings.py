@@ -1,5 +1,5 @@
 """How ``edge_bench`` runs a workload: work per repeat, repeats, warm-up, window length,
-the workload filter. Built from the plugin's options by
+the workload filter, the load scenario. Built from the plugin's options by
 :mod:`pytest_edgeenergy.plugin.bench_options`."""
 
 from __future__ import annotations
@@ -7,7 +7,15 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT", "QUICK", "BenchSettings"]
+from .scenarios import OFFLINE, Scenario
+
+__all__ = ["DEFAULT", "PRECISIONS", "QUICK", "RUNTIMES", "BenchSettings"]
+
+RUNTIMES = ("torch", "onnxruntime", "tensorrt")
+"""Runtimes the inference suites run a model with (``runtime`` parameter, ``--runtime``)."""
+PRECISIONS = ("fp32", "fp16", "bf16", "int8", "int4")
+"""Every precision a suite's ``precision`` parameter may take (``--precision``): the
+inference grid's fp32/fp16/int8 and the LLM suite's bf16 and int4 (llama.cpp GGUF)."""
 
 
 @dataclass(frozen=True)
@@ -25,6 +33,12 @@ class BenchSettings:
     quick: bool = False
     workloads: tuple[str, ...] = ()
     """Workload filter: names or glob patterns, lower case; empty = every workload."""
+    scenario: Scenario = OFFLINE
+    """How queries reach the workload (``--edge-scenario``); offline = fixed work at full speed."""
+    runtimes: tuple[str, ...] = ()
+    """Runtime filter (``--runtime``): names of :data:`RUNTIMES`; empty = every runtime."""
+    precisions: tuple[str, ...] = ()
+    """Precision filter (``--precision``): names of :data:`PRECISIONS`; empty = every one."""
 
     def items_for(self, items_per_call: int) -> int:
         """Items per repeat for a workload doing ``items_per_call`` items per call."""
@@ -33,11 +47,28 @@ class BenchSettings:
         return self.items
 
     def selects(self, workload: str) -> bool:
-        """True when ``workload`` passes the ``--workload`` filter (case-insensitive globs)."""
+        """True when ``workload`` passes the ``--workload`` filter: case-insensitive globs,
+        with ``-`` and ``.`` read as ``_`` (``mistral-7b`` and ``tinyllama-1.1b`` name
+        ``mistral_7b`` and ``tinyllama_1_1b``, as model cards spell them)."""
         if not self.workloads:
             return True
-        name = workload.lower()
-        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.workloads)
+        name = _workload_key(workload)
+        return any(fnmatch.fnmatchcase(name, _workload_key(p)) for p in self.workloads)
+
+    @property
+    def filters_items(self) -> bool:
+        """True when ``--workload``, ``--runtime`` or ``--precision`` deselects tests."""
+        return bool(self.workloads or self.runtimes or self.precisions)
+
+    def selects_param(self, name: str, value: str) -> bool:
+        """True when a test's ``runtime``/``precision`` parameter ``value`` passes its filter
+        (other parameter names always pass)."""
+        chosen = {"runtime": self.runtimes, "precision": self.precisions}.get(name, ())
+        return not chosen or value.lower() in chosen
+
+
+def _workload_key(text: str) -> str:
+    return text.lower().replace("-", "_").replace(".", "_")
 
 
 DEFAULT = BenchSettings(items=3200, repeats=10, warmup=2, min_window_s=0.5)

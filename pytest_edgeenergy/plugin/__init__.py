@@ -95,7 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from .search import LiveSearch
 
         try:
-            live = LiveSearch(search, force=control.force_mode)
+            live = LiveSearch(search, force=control.force_mode, scenario=bench.scenario)
         except (EdgeEnergyError, OSError) as e:
             raise pytest.UsageError(str(e)) from None
         config.stash[SEARCH_KEY] = live
@@ -246,12 +246,13 @@ def _parametrize_search(
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    """Drop tests of workloads not selected (``--workload``); order tests so the board
-    changes state as few times as possible; check privileges and `edge_gate` markers."""
+    """Drop tests not selected (``--workload``, ``--runtime``, ``--precision``); order tests
+    so the board changes state as few times as possible; check privileges and `edge_gate`
+    markers."""
     es = config.stash.get(SESSION_KEY, None)
     if es is None:
         return
-    if es.bench_settings.workloads:
+    if es.bench_settings.filters_items:
         from .bench_fixture import deselect
 
         deselect(config, es.bench_settings, items)

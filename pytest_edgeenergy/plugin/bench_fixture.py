@@ -41,16 +41,28 @@ def item_workload(item: pytest.Item) -> str | None:
     return str(name)
 
 
+def _selected(settings: BenchSettings, item: pytest.Item) -> bool:
+    workload = item_workload(item)
+    if workload is not None and not settings.selects(workload):
+        return False
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return all(
+        settings.selects_param(name, str(params[name]))
+        for name in ("runtime", "precision")
+        if name in params
+    )
+
+
 def deselect(config: pytest.Config, settings: BenchSettings, items: list[pytest.Item]) -> None:
     """For ``pytest_collection_modifyitems``: drop items whose workload ``--workload`` does
-    not select (items without a workload stay)."""
-    if not settings.workloads:
+    not select, or whose ``runtime``/``precision`` parameter ``--runtime``/``--precision``
+    does not list (items without that workload or parameter stay)."""
+    if not settings.filters_items:
         return
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
-        workload = item_workload(item)
-        (keep if workload is None or settings.selects(workload) else dropped).append(item)
+        (keep if _selected(settings, item) else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep

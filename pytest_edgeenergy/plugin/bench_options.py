@@ -13,7 +13,8 @@ import math
 
 import pytest
 
-from ..bench.settings import DEFAULT, QUICK, BenchSettings
+from ..bench.scenarios import SCENARIOS, Scenario
+from ..bench.settings import DEFAULT, PRECISIONS, QUICK, RUNTIMES, BenchSettings
 from .options import Option, SettingsError, Value, lookup
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "BenchSettingsError",
     "add_options",
     "build",
+    "parse_scenario",
     "selected",
 ]
 
@@ -83,6 +85,52 @@ BENCH_OPTIONS: dict[str, Option] = {
         "default all",
         None,
         metavar="NAMES",
+    ),
+    # -- runtime and precision filters (like --workload, on a test's parameter) --
+    "runtime": Option(
+        "--runtime",
+        "edge_runtime",
+        "EDGEENERGY_RUNTIME",
+        f"comma-separated runtimes to run ({', '.join(RUNTIMES)}); deselects tests whose "
+        "runtime parameter is another; default all",
+        None,
+        metavar="NAMES",
+    ),
+    "precision": Option(
+        "--precision",
+        "edge_precision",
+        "EDGEENERGY_PRECISION",
+        f"comma-separated precisions to run ({', '.join(PRECISIONS)}); deselects tests whose "
+        "precision parameter is another; default all",
+        None,
+        metavar="NAMES",
+    ),
+    # -- load scenarios (bench/scenarios.py) --
+    "scenario": Option(
+        "--edge-scenario",
+        "edge_scenario",
+        "EDGEENERGY_SCENARIO",
+        f"how queries reach the workload: {', '.join(SCENARIOS)} (default offline: fixed "
+        "work at full speed)",
+        None,
+        metavar="NAME",
+    ),
+    "rate": Option(
+        "--edge-rate",
+        "edge_rate",
+        "EDGEENERGY_RATE",
+        "queries per second of the fixed-rate and server scenarios (one query = one call)",
+        None,
+        metavar="PER_S",
+    ),
+    "latency_bound_s": Option(
+        "--edge-latency-bound-s",
+        "edge_latency_bound_s",
+        "EDGEENERGY_LATENCY_BOUND_S",
+        "deadline of a query in s (arrival to completion): required by server; fixed-rate "
+        "defaults to 1/rate",
+        None,
+        metavar="SECONDS",
     ),
 }
 
@@ -152,6 +200,19 @@ def parse_workloads(v: Value) -> tuple[str, ...]:
     return names
 
 
+def parse_names(v: Value | None, what: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """``onnxruntime, Torch`` -> ``("onnxruntime", "torch")``; () when not given. An empty
+    list or a name not in ``allowed`` is an error listing the allowed names."""
+    if v is None:
+        return ()
+    names = tuple(dict.fromkeys(n.strip().lower() for n in v.text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in allowed]
+    if not names or unknown:
+        bad = f"unknown {what} {', '.join(map(repr, unknown))}" if unknown else f"no {what}"
+        raise BenchSettingsError(f"{v.origin}: {bad}; allowed: {', '.join(allowed)}")
+    return names
+
+
 def build(config: pytest.Config) -> BenchSettings:
     """Read and validate the benchmark options; raise :class:`BenchSettingsError` naming the
     source of a bad value."""
@@ -170,7 +231,57 @@ def build(config: pytest.Config) -> BenchSettings:
         min_window_s=_seconds(window_v) if window_v is not None else base.min_window_s,
         quick=quick,
         workloads=parse_workloads(workload_v) if workload_v is not None else (),
+        runtimes=parse_names(_raw(config, "runtime"), "runtime", RUNTIMES),
+        precisions=parse_names(_raw(config, "precision"), "precision", PRECISIONS),
+        scenario=_scenario(config),
     )
+
+
+def _positive(v: Value, what: str) -> float:
+    try:
+        x = float(v.text.strip())
+    except ValueError:
+        raise BenchSettingsError(f"{v.origin}: {v.text!r} is not a number of {what}") from None
+    if not (math.isfinite(x) and x > 0):
+        raise BenchSettingsError(f"{v.origin}: {v.text!r} must be a number of {what} > 0")
+    return x
+
+
+def _scenario(config: pytest.Config) -> Scenario:
+    name_v, rate_v, bound_v = (_raw(config, k) for k in ("scenario", "rate", "latency_bound_s"))
+    return parse_scenario(name_v, rate_v, bound_v)
+
+
+def parse_scenario(name_v: Value | None, rate_v: Value | None, bound_v: Value | None) -> Scenario:
+    """``--edge-scenario`` with its rate and latency bound (each None when not given);
+    :class:`BenchSettingsError` naming the option and what is allowed."""
+    name = name_v.text.strip().lower() if name_v is not None else "offline"
+    if name_v is not None and name not in SCENARIOS:
+        raise BenchSettingsError(
+            f"{name_v.origin}: unknown scenario {name_v.text!r}; allowed: {', '.join(SCENARIOS)}"
+        )
+    rate = _positive(rate_v, "queries per second") if rate_v is not None else None
+    bound = _positive(bound_v, "seconds") if bound_v is not None else None
+    where = name_v.origin if name_v is not None else "--edge-scenario"
+    if name in ("fixed-rate", "server") and rate is None:
+        raise BenchSettingsError(
+            f"{where}: {name} needs --edge-rate=QUERIES_PER_S (a number > 0, e.g. 30)"
+        )
+    if name == "server" and bound is None:
+        raise BenchSettingsError(
+            f"{where}: server needs --edge-latency-bound-s=SECONDS (a number > 0)"
+        )
+    if rate_v is not None and name not in ("fixed-rate", "server"):
+        raise BenchSettingsError(
+            f"{rate_v.origin}: a rate applies to the fixed-rate and server scenarios only "
+            f"(scenario now {name}); give --edge-scenario=fixed-rate or server"
+        )
+    if bound_v is not None and name == "offline":
+        raise BenchSettingsError(
+            f"{bound_v.origin}: a latency bound applies to the single-stream, fixed-rate and "
+            "server scenarios only (scenario now offline); give --edge-scenario"
+        )
+    return Scenario(name, rate, bound)
 
 
 def selected(workload: str, config: pytest.Config) -> bool:

@@ -25,7 +25,8 @@ def _si(x: float | None, unit: str) -> str:
     if x is None:
         return "-"
     for scale, prefix in ((1.0, ""), (1e-3, "m"), (1e-6, "u")):
-        if abs(x) >= scale:
+        # 0.9996 J is "1 J": three digits of 999.6 mJ would read "1e+03 mJ".
+        if abs(x) >= scale * (1 - 5e-4):
             return f"{x / scale:.3g} {prefix}{unit}"
     return f"{x / 1e-9:.3g} n{unit}"
 
@@ -45,17 +46,25 @@ def _rate(x: float | None) -> str:
 
 
 def summary_rows(results: Iterable[BenchResult], *, header: bool = True) -> list[tuple[str, ...]]:
-    """Rows of (workload, config (graph mode/precision/device), batch, operating point,
-    J/item, latency p90, items/s, validity);
+    """Rows of (workload (and ``[label]`` for a run not labelled ``steady``: an LLM's
+    ``[prefill]`` and ``[decode]``), config (graph mode/precision/device; a runtime other
+    than torch in place of its graph mode; a load scenario other than offline after it:
+    ``fixed-rate@30/s``), batch, operating point, J/item, latency p90, items/s, validity);
     the header first unless ``header=False``. An invalid run shows ``INVALID: reason``."""
     rows: list[tuple[str, ...]] = [SUMMARY_HEADER] if header else []
     for r in results:
         m = r.metrics()
-        parts = (r.params.get("graph_mode"), r.params.get("precision"), r.params.get("device"))
+        runtime = r.params.get("runtime")
+        graph = runtime if runtime not in (None, "torch") else r.params.get("graph_mode")
+        parts = (graph, r.params.get("precision"), r.params.get("device"))
         config = "/".join(str(x) for x in (*parts[:2], parts[2] or r.device) if x)
+        scenario = r.params.get("scenario")
+        if scenario not in (None, "offline"):
+            rate = r.params.get("rate_hz")
+            config += f" {scenario}" + (f"@{rate:g}/s" if isinstance(rate, int | float) else "")
         rows.append(
             (
-                r.workload,
+                r.workload if r.label == "steady" else f"{r.workload} [{r.label}]",
                 config or "-",
                 str(r.batch_size),
                 r.operating_point,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..bench.scenarios import ALLOWED_MISS_FRACTION, Scenario
 from ..errors import EdgeEnergyError
 from ..search.driver import Search
 from ..search.objective import Objective
@@ -97,12 +98,21 @@ def search_key(item: pytest.Item) -> str:
 class LiveSearch:
     """Every search of a pytest run; see the module docstring."""
 
-    def __init__(self, settings: SearchSettings, *, force: bool = False) -> None:
+    def __init__(
+        self, settings: SearchSettings, *, force: bool = False, scenario: Scenario | None = None
+    ) -> None:
+        """``scenario`` (``--edge-scenario``) with a deadline: the latency budget (given,
+        else the scenario's deadline) bounds each query's latency, not the time per item,
+        and a trial missing it (:func:`deadline_verdict`) is infeasible."""
         self.settings = settings
         self.force = force
-        self.objective = Objective(
-            settings.objective, settings.power_budget_w, settings.latency_budget_s
-        )
+        self.scenario = scenario if scenario is not None and not scenario.offline else None
+        self.deadline_s: float | None = None
+        latency_budget_s = settings.latency_budget_s
+        if self.scenario is not None:
+            self.deadline_s = latency_budget_s or self.scenario.deadline_s
+            latency_budget_s = None
+        self.objective = Objective(settings.objective, settings.power_budget_w, latency_budget_s)
         self._spaces: dict[
             tuple[tuple[tuple[str, str], ...], tuple[int, ...]], tuple[Space, dict[str, Any]]
         ] = {}
@@ -149,8 +159,10 @@ class LiveSearch:
             "strategy": s.strategy,
             "objective": s.objective,
             "power_budget_w": s.power_budget_w,
-            "latency_budget_s": s.latency_budget_s,
+            "latency_budget_s": self.objective.latency_budget_s,
             "seed": s.seed,
+            "scenario": self.scenario.name if self.scenario is not None else None,
+            "deadline_s": self.deadline_s,
         }
 
     def slots(self) -> list[Slot]:
@@ -317,7 +329,7 @@ class LiveSearch:
         rec.extra["search"] = {
             "trial": slot.index,
             "strategy": ts.search.strategy.name,
-            "objective": self.objective.describe(),
+            "objective": self.describe(),
             "knobs": dict(knobs),
         }
         if ts.batch_size is not None:
@@ -357,7 +369,9 @@ class LiveSearch:
         trial = (
             Trial(knobs=dict(knobs), failed=failed)
             if failed is not None
-            else measured_trial(knobs, rec, es.bench_results_of(rec.nodeid))
+            else measured_trial(
+                knobs, rec, es.bench_results_of(rec.nodeid), deadline_s=self.deadline_s
+            )
         )
         if slot.index is None:
             ts.reference = trial
@@ -373,6 +387,15 @@ class LiveSearch:
         es.update_report(search=self.report_section())
 
     # -- results -----------------------------------------------------------------------
+
+    def describe(self) -> str:
+        """The objective and budgets, with the scenario's deadline per query."""
+        text = self.objective.describe()
+        if self.scenario is not None:
+            text += f", scenario {self.scenario.name}"
+            if self.deadline_s is not None:
+                text += f" with every query's latency <= {self.deadline_s:g} s (p99)"
+        return text
 
     def report_section(self) -> list[dict[str, Any]]:
         """The report's ``search`` section: one entry per searched test."""
@@ -390,6 +413,8 @@ class LiveSearch:
                 notes=list(self.notes),
                 prior=self._prior_json(ts.key),
             )
+            if self.scenario is not None:
+                entry.update(scenario=self.scenario.name, deadline_s=self.deadline_s)
             out.append(entry)
         return out
 
@@ -406,7 +431,7 @@ class LiveSearch:
             result = ts.search.result()
             lines.append(
                 f"{ts.key}: strategy {result.strategy}, objective "
-                f"{self.objective.describe()}, {result.profiles} points profiled"
+                f"{self.describe()}, {result.profiles} points profiled"
                 + (f" ({ts.resumed} resumed)" if ts.resumed else "")
             )
             prior = self._prior_json(ts.key)
@@ -543,11 +568,15 @@ def _holds(resolver: Resolver, count: int) -> bool:
     return True
 
 
-def measured_trial(knobs: Knobs, rec: TestEnergy, benches: Sequence[Any]) -> Trial:
+def measured_trial(
+    knobs: Knobs, rec: TestEnergy, benches: Sequence[Any], *, deadline_s: float | None = None
+) -> Trial:
     """The trial a finished test makes: per item over its ``edge_bench`` repeats (time and
     energy pooled: Σ duration / Σ items, Σ energy / Σ duration), else per window of work
     over its ``energy`` windows; a failed trial when the test did not pass or measured
-    nothing valid."""
+    nothing valid. In a load scenario time per item is the schedule's (about 1 / rate), so
+    energy per item includes the idle gaps; with ``deadline_s`` a trial whose queries miss
+    it (:func:`deadline_verdict`) is marked infeasible."""
     if rec.status not in ("passed", None):
         why = f"test {rec.status}" + (f": {rec.reason}" if rec.reason else "")
         return Trial(knobs=dict(knobs), failed=why)
@@ -564,7 +593,30 @@ def measured_trial(knobs: Knobs, rec: TestEnergy, benches: Sequence[Any]) -> Tri
     energy_j = sum(e for e in energies if e is not None)
     if duration_s <= 0 or None in energies or energy_j <= 0 or items <= 0:
         return Trial(knobs=dict(knobs), failed="measurement invalid: no time or energy")
-    return Trial(knobs=dict(knobs), time_s=duration_s / items, power_w=energy_j / duration_s)
+    return Trial(
+        knobs=dict(knobs),
+        time_s=duration_s / items,
+        power_w=energy_j / duration_s,
+        infeasible=deadline_verdict(repeats, deadline_s),
+    )
+
+
+def deadline_verdict(repeats: Sequence[Any], deadline_s: float | None) -> str | None:
+    """Why scheduled repeats miss ``deadline_s`` (more than
+    :data:`~..bench.scenarios.ALLOWED_MISS_FRACTION` of their queries over it), else None."""
+    scheduled = [r for r in repeats if r.schedule is not None]
+    if deadline_s is None or not scheduled:
+        return None
+    latencies = [x for r in scheduled for x in r.latencies_s]
+    if not latencies:
+        return None
+    misses = sum(1 for x in latencies if x > deadline_s)
+    if misses <= ALLOWED_MISS_FRACTION * len(latencies):
+        return None
+    return (
+        f"{misses} of {len(latencies)} queries over the {deadline_s:g} s deadline "
+        f"(allowed: {ALLOWED_MISS_FRACTION:.0%})"
+    )
 
 
 def saving(best: Trial | None, reference: Trial | None) -> dict[str, float] | None:
@@ -590,7 +642,8 @@ def _trial_json(trial: Trial | None) -> dict[str, Any] | None:
 def _figures(t: Trial) -> str:
     if not t.ok:
         return f"failed: {t.failed}"
-    return f"{t.time_s:.4g} s  {t.power_w:.4g} W  {t.energy_j:.4g} J"
+    text = f"{t.time_s:.4g} s  {t.power_w:.4g} W  {t.energy_j:.4g} J"
+    return text + (f"  infeasible: {t.infeasible}" if t.infeasible is not None else "")
 
 
 def _knobs_text(knobs: Mapping[str, object]) -> str:

@@ -20,6 +20,13 @@ DEFAULT_OP = "dvfs"
 KNOWN_PARAMS = frozenset({"workload", "batch_size", "graph_mode", "precision", "operating_point"})
 """Parameters that have their own place in a :class:`JoinKey`; every other one goes into
 its ``params`` part."""
+DEFAULT_RUNTIME = "torch"
+"""The ``runtime`` of a result that names none (reports before the runtime dimension): in
+the key, ``runtime=torch`` and no runtime are the same, so an old baseline still matches."""
+OBSERVED_PARAMS = frozenset({"export_cache", "onnx_opset"})
+"""Parameters that say how this run went (the exported model came from the cache, the
+opset the installed exporter chose), not which experiment it was: recorded, never part of
+a key."""
 
 # Fields of a requested point in label order, with their short names.
 _LABEL_FIELDS = (
@@ -165,14 +172,18 @@ def workload_of(entry: Mapping[str, Any]) -> str:
 
 
 def params_key(params: Mapping[str, Any]) -> str:
-    """Every parameter besides those of :data:`KNOWN_PARAMS`, as ``name=value`` pairs
-    (sorted, comma separated; empty when there is none)."""
+    """Every parameter besides those of :data:`KNOWN_PARAMS` and :data:`OBSERVED_PARAMS`,
+    as ``name=value`` pairs (sorted, comma separated; empty when there is none);
+    ``runtime`` only when it is not :data:`DEFAULT_RUNTIME`."""
     if len(params) <= len(KNOWN_PARAMS) and KNOWN_PARAMS.issuperset(params):
         return ""
     return ",".join(
         f"{k}={_fmt(v)}"
         for k, v in sorted(params.items())
-        if k not in KNOWN_PARAMS and v is not None
+        if k not in KNOWN_PARAMS
+        and k not in OBSERVED_PARAMS
+        and v is not None
+        and not (k == "runtime" and v == DEFAULT_RUNTIME)
     )
 
 

@@ -12,7 +12,31 @@ from collections.abc import Collection
 
 from pytest_edgeenergy.report.model import HIGHER_IS_BETTER, METRIC_UNITS
 
-OTHER_METRICS = frozenset({"duration_s", "memory_board_used", "memory_cuda_peak"})
+SCENARIO_METRICS = frozenset({"idle_fraction", "deadline_misses", "deadline_miss_fraction"})
+"""What a load scenario adds (``bench/scenarios.py``: fixed-rate, server, single-stream)."""
+
+LLM_METRICS = frozenset(
+    {
+        "energy_per_prefill_token_j",
+        "energy_per_prefill_token_net_j",
+        "energy_per_decode_token_j",
+        "energy_per_decode_token_net_j",
+        "energy_per_request_j",
+        "energy_per_request_net_j",
+        "time_to_first_token_s",
+        "decode_tokens_per_s",
+        "latency_per_output_token_p50_s",
+        "latency_per_output_token_p90_s",
+    }
+)
+"""What the LLM suite derives from its prefill and decode windows (``workloads/llm_metrics.py``
+holds their units and formulas; a test keeps the two lists equal)."""
+
+OTHER_METRICS = (
+    frozenset({"duration_s", "memory_board_used", "memory_cuda_peak"})
+    | SCENARIO_METRICS
+    | LLM_METRICS
+)
 """Metrics the plugin records with an explicit unit (not in :data:`~.model.METRIC_UNITS`)."""
 
 KNOWN_METRICS = frozenset(METRIC_UNITS) | OTHER_METRICS

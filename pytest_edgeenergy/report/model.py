@@ -47,7 +47,7 @@ METRIC_UNITS: dict[str, str] = {
 }
 """Units of the well-known metrics; other metric names are allowed with any unit."""
 
-HIGHER_IS_BETTER: frozenset[str] = frozenset({"throughput"})
+HIGHER_IS_BETTER: frozenset[str] = frozenset({"throughput", "decode_tokens_per_s"})
 """Metrics where a larger value is an improvement; for every other metric lower is better."""
 
 

@@ -71,6 +71,7 @@ class SearchResult:
                     **_point_json(t),
                     "feasible": rank(t, objective)[0] == 0,
                     "failed": t.failed,
+                    **({"infeasible": t.infeasible} if t.infeasible is not None else {}),
                 }
                 for t in self.trials
             ],

@@ -19,6 +19,9 @@ class Trial:
     power_w: float | None = None
     failed: str | None = None
     """Why the point could not run (out of memory, needs a reboot...); None when measured."""
+    infeasible: str | None = None
+    """Why a measured point breaks a constraint its time and power cannot show (a load
+    scenario's missed deadlines); None when it does not."""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -56,6 +59,7 @@ class Trial:
             "power_w": self.power_w,
             "energy_j": self.energy_j,
             "failed": self.failed,
+            **({"infeasible": self.infeasible} if self.infeasible is not None else {}),
         }
 
     @classmethod
@@ -66,4 +70,5 @@ class Trial:
             time_s=data.get("time_s"),
             power_w=data.get("power_w"),
             failed=data.get("failed"),
+            infeasible=data.get("infeasible"),
         )

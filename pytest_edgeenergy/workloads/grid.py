@@ -1,11 +1,16 @@
 """The suites' grid: every workload of a kind x graph mode x precision x device, as pytest
 parameters with readable ids (``resnet18-eager-fp32-cpu``) and a ``workload`` marker, and
 the one place that decides whether a combination runs here or is skipped with its reason.
+
+The inference suites add a runtime dimension (:data:`INFERENCE_ARGS`): torch in its graph
+modes (ids unchanged: ``resnet18-eager-fp32-cpu``), and the runtimes of :mod:`.runtimes`
+running the exported ONNX graph (``resnet18-onnxruntime-fp32-cpu``, graph mode ``onnx``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -13,10 +18,21 @@ import pytest
 from .errors import CombinationUnsupported
 from .modes import DEVICES, GRAPH_MODES, PRECISIONS, combination_supported
 from .registry import Kind, workload_names
+from .runtimes import (
+    EXPORTED_GRAPH,
+    ONNXRUNTIME,
+    RUNTIME_DEVICES,
+    RUNTIME_PRECISIONS,
+    TORCH,
+    runtime_supported,
+)
 
 COMBINATION_ARGS = "workload,graph_mode,precision,device"
+INFERENCE_ARGS = "workload,runtime,graph_mode,precision,device"
 QUICK_GRAPH_MODE = "eager"
 QUICK_PRECISION = "fp32"
+QUICK_RUNS = ((TORCH, QUICK_GRAPH_MODE, QUICK_PRECISION), (ONNXRUNTIME, EXPORTED_GRAPH, "fp32"))
+"""What ``--edge-quick`` keeps of the grid: torch eager fp32 and onnxruntime fp32."""
 
 T = TypeVar("T")
 
@@ -45,30 +61,73 @@ def combination_params(kind: Kind) -> list[Any]:
     ]
 
 
+def inference_id(workload: str, runtime: str, graph_mode: str, precision: str, device: str) -> str:
+    """``resnet18-eager-fp32-cpu`` for torch (as before the runtime dimension, so old
+    baselines still match), ``resnet18-onnxruntime-fp32-cpu`` for another runtime."""
+    if runtime == TORCH:
+        return combination_id(workload, graph_mode, precision, device)
+    return f"{workload}-{runtime}-{precision}-{device}"
+
+
+def inference_params(kind: Kind) -> list[Any]:
+    """``pytest.param`` for :data:`INFERENCE_ARGS`: every torch combination of the workloads
+    of ``kind`` (graph mode x precision x device), then every runtime's precisions x devices
+    (graph mode ``onnx``); each marked ``@pytest.mark.workload(name)``."""
+    combos = [(TORCH, g, p, d) for g in GRAPH_MODES for p in PRECISIONS for d in DEVICES]
+    combos += [
+        (r, EXPORTED_GRAPH, p, d)
+        for r in RUNTIME_PRECISIONS
+        for p in RUNTIME_PRECISIONS[r]
+        for d in RUNTIME_DEVICES[r]
+    ]
+    return [
+        pytest.param(w, r, g, p, d, id=inference_id(w, r, g, p, d), marks=pytest.mark.workload(w))
+        for w in workload_names(kind)
+        for r, g, p, d in combos
+    ]
+
+
 def skip_reason(
-    workload: str, graph_mode: str, precision: str, device: str, *, quick: bool = False
+    workload: str,
+    graph_mode: str,
+    precision: str,
+    device: str,
+    *,
+    quick: bool = False,
+    runtime: str = TORCH,
 ) -> str | None:
     """Why this combination does not run here (None: it runs).
 
-    ``quick`` (``--edge-quick``, a smoke run) keeps eager fp32 only: TorchScript tracing and
-    above all torch.compile (about a minute per model on a small CPU) would dominate it.
+    ``quick`` (``--edge-quick``, a smoke run) keeps torch eager fp32 and onnxruntime fp32
+    only: TorchScript tracing and above all torch.compile (about a minute per model on a
+    small CPU) would dominate it.
     """
-    ok, reason = combination_supported(workload, graph_mode, precision, device)
+    if runtime == TORCH:
+        ok, reason = combination_supported(workload, graph_mode, precision, device)
+    else:
+        ok, reason = runtime_supported(workload, runtime, precision, device)
     if not ok:
         return reason
-    if quick and (graph_mode, precision) != (QUICK_GRAPH_MODE, QUICK_PRECISION):
+    if quick and (runtime, graph_mode, precision) not in QUICK_RUNS:
+        what = f"{graph_mode} {precision}" if runtime == TORCH else f"{runtime} {precision}"
         return (
-            f"--edge-quick runs {QUICK_GRAPH_MODE} {QUICK_PRECISION} only; "
-            f"run without it for {graph_mode} {precision}"
+            f"--edge-quick runs torch {QUICK_GRAPH_MODE} {QUICK_PRECISION} and "
+            f"{ONNXRUNTIME} fp32 only; run without it for {what}"
         )
     return None
 
 
 def skip_unless_runnable(
-    workload: str, graph_mode: str, precision: str, device: str, *, quick: bool = False
+    workload: str,
+    graph_mode: str,
+    precision: str,
+    device: str,
+    *,
+    quick: bool = False,
+    runtime: str = TORCH,
 ) -> None:
     """``pytest.skip(reason)`` when :func:`skip_reason` gives one."""
-    reason = skip_reason(workload, graph_mode, precision, device, quick=quick)
+    reason = skip_reason(workload, graph_mode, precision, device, quick=quick, runtime=runtime)
     if reason is not None:
         pytest.skip(reason)
 
@@ -96,17 +155,24 @@ def check_and_preflight(
     precision: str,
     device: str,
     batch_size: int,
+    *,
+    runtime: str = TORCH,
 ) -> None:
     """Skip a combination this machine cannot run (with the reason), then skip one whose
     estimated peak memory will not fit the board (with the estimate and the limit)."""
     from .memory_estimate import estimate_workload_bytes
+    from .runtimes import runtime_overhead_bytes
 
-    skip_unless_runnable(workload, graph_mode, precision, device, quick=is_quick(edge_bench))
+    skip_unless_runnable(
+        workload, graph_mode, precision, device, quick=is_quick(edge_bench), runtime=runtime
+    )
+    how = graph_mode if runtime == TORCH else runtime
     edge_bench.preflight(
         estimate_bytes=estimate_workload_bytes(
             workload, batch_size, precision=precision, device=device
-        ),
-        what=f"{workload} bs{batch_size} {precision} {graph_mode} on {device}",
+        )
+        + runtime_overhead_bytes(workload, runtime, precision),
+        what=f"{workload} bs{batch_size} {precision} {how} on {device}",
     )
 
 
@@ -118,16 +184,39 @@ def prepare_inference(
     device: str,
     batch_size: int,
     weights_dir: Any,
+    *,
+    runtime: str = TORCH,
+    cache_dir: Any = None,
 ) -> Any:
     """An inference suite's set-up: :func:`check_and_preflight`, then build, load local
-    weights, convert and make the first call inside the measured ``load`` phase.
+    weights, convert and make the first call inside the measured ``load`` phase; for
+    another runtime, export to ONNX (unless cached under ``cache_dir``), create its session
+    and make the first call there.
 
     Returns the :class:`~.inference.InferenceModel`; the suite checks its output, then
     measures ``edge_bench.run(model, items_per_call=batch_size, params=model.params())``.
     """
     from .inference import load_inference
+    from .runtimes import load_runtime
 
-    check_and_preflight(edge_bench, workload, graph_mode, precision, device, batch_size)
+    check_and_preflight(
+        edge_bench, workload, graph_mode, precision, device, batch_size, runtime=runtime
+    )
+    if runtime != TORCH:
+        return phase_or_skip(
+            edge_bench,
+            "load",
+            lambda: load_runtime(
+                workload,
+                runtime=runtime,
+                precision=precision,
+                device=device,
+                batch_size=batch_size,
+                weights_dir=weights_dir,
+                cache_dir=None if cache_dir is None else Path(cache_dir) / "onnx",
+            ),
+            device,
+        )
     return phase_or_skip(
         edge_bench,
         "load",

@@ -12,7 +12,7 @@ from typing import Literal
 
 from .errors import WorkloadError
 
-Kind = Literal["classification", "detection", "nlp", "training"]
+Kind = Literal["classification", "detection", "nlp", "training", "llm"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,16 @@ class WorkloadSpec:
     """Python modules that must be importable (besides torch)."""
     quantizable: bool
     """Has Linear/LSTM layers that dynamic int8 quantisation converts."""
+
+
+def _llm_specs() -> tuple[WorkloadSpec, ...]:
+    """The causal language models of ``llm_shapes.json`` (one source of their names)."""
+    from .llm_shapes import llm_shapes
+
+    return tuple(
+        WorkloadSpec(s.name, "llm", s.title, "prompt tokens (random ids)", ("transformers",), True)
+        for s in llm_shapes().values()
+    )
 
 
 WORKLOADS: dict[str, WorkloadSpec] = {
@@ -94,6 +104,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             (),
             False,
         ),
+        *_llm_specs(),
     )
 }
 

@@ -187,7 +187,7 @@ class AutoStrategy:
         fit = [i for i, _ in ok]
         log_t = np.log([t.measured[0] for _, t in ok])
         log_p = np.log([t.measured[1] for _, t in ok])
-        feasible = np.array([obj.feasible(*t.measured) for _, t in ok])
+        feasible = np.array([t.infeasible is None and obj.feasible(*t.measured) for _, t in ok])
         # The objective's own log is modelled directly: the sum of two models' errors
         # would blur the minimum.
         if obj.name == "min-time":
