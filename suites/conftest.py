@@ -66,7 +66,7 @@ _TOKEN_OPTIONS = (
         NEW_TOKENS,
         QUICK_NEW_TOKENS,
         MIN_NEW_TOKENS,
-        "generated tokens per sequence (the first from the prefill)",
+        "generated tokens per sequence, the first from the prefill",
     ),
 )
 
@@ -92,16 +92,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _token_counts(config: pytest.Config, dest: str) -> tuple[int, ...]:
     from pytest_edgeenergy.plugin.bench_options import build
 
-    for flag, d, env, default, quick, minimum, _ in _TOKEN_OPTIONS:
+    for flag, d, env, default, quick, minimum, what in _TOKEN_OPTIONS:
         if d != dest:
             continue
-        cli = config.getoption(dest, None)
-        if cli is not None:
-            return parse_token_counts(str(cli), f"{flag} (command line)", minimum)
-        if os.environ.get(env):
-            return parse_token_counts(os.environ[env], f"{env} (environment)", minimum)
+        given = _given_token_counts(config, flag, dest, env, minimum, what)
+        if given is not None:
+            return given
         return quick if build(config).quick else default
     raise KeyError(dest)
+
+
+def _given_token_counts(
+    config: pytest.Config, flag: str, dest: str, env: str, minimum: int, what: str
+) -> tuple[int, ...] | None:
+    """The counts given on the command line or in the environment (None: neither)."""
+    cli = config.getoption(dest, None)
+    if cli is not None:
+        return parse_token_counts(str(cli), f"{flag} (command line)", minimum, what)
+    if os.environ.get(env):
+        return parse_token_counts(os.environ[env], f"{env} (environment)", minimum, what)
+    return None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -129,13 +139,9 @@ def pytest_configure(config: pytest.Config) -> None:
             resolve_dir(config.getoption(dest, None), env, flag)
         except LocalFileError as e:
             raise pytest.UsageError(str(e)) from None
-    for flag, dest, env, _, _, minimum, _ in _TOKEN_OPTIONS:
-        cli = config.getoption(dest, None)
+    for flag, dest, env, _, _, minimum, what in _TOKEN_OPTIONS:
         try:
-            if cli is not None:
-                parse_token_counts(str(cli), f"{flag} (command line)", minimum)
-            elif os.environ.get(env):
-                parse_token_counts(os.environ[env], f"{env} (environment)", minimum)
+            _given_token_counts(config, flag, dest, env, minimum, what)
         except WorkloadError as e:
             raise pytest.UsageError(str(e)) from None
 

@@ -32,8 +32,11 @@ def llm_params() -> list[Any]:
     ]
 
 
-def parse_token_counts(text: str, origin: str, minimum: int) -> tuple[int, ...]:
-    """``"16,64"`` -> ``(16, 64)``; :class:`WorkloadError` names ``origin`` and the rule."""
+def parse_token_counts(
+    text: str, origin: str, minimum: int, what: str = "tokens"
+) -> tuple[int, ...]:
+    """``"16,64"`` -> ``(16, 64)``; :class:`WorkloadError` names ``origin``, the rule and
+    ``what`` the counts are."""
     out: list[int] = []
     for part in text.split(","):
         part = part.strip()
@@ -44,7 +47,7 @@ def parse_token_counts(text: str, origin: str, minimum: int) -> tuple[int, ...]:
         except ValueError:
             raise WorkloadError(f"{origin}: {part!r} is not a whole number of tokens") from None
         if n < minimum:
-            raise WorkloadError(f"{origin}: {n} must be >= {minimum}")
+            raise WorkloadError(f"{origin}: {n} must be >= {minimum} ({what})")
         if n not in out:
             out.append(n)
     if not out:
