@@ -7,17 +7,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from suite_runs import QUIET_FLAGS, SUITES
 
 from pytest_edgeenergy.report.metric_names import LLM_METRICS
 
 pytest.importorskip("torch", reason="the suites need torch")
 pytest.importorskip("transformers", reason="the llm suite needs transformers")
 
-SUITE = Path(__file__).resolve().parents[1] / "suites" / "test_llm.py"
+SUITE = SUITES / "test_llm.py"
 RUNNER = """
 import json, sys
 import pytest
@@ -47,11 +47,7 @@ def _run(pytester: pytest.Pytester, *args: str) -> tuple[dict[str, Any], dict[st
         str(SUITE),
         "--edge-board=sim:orin-nano",
         f"--edge-report={report}",
-        "--edge-idle-s=0.3",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
+        *QUIET_FLAGS,
         "-rs",
         *args,
         timeout=600,

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from suite_runs import SUITES, clean_env, run_suites
 
 for _module in ("torch", "torchvision", "onnxruntime", "onnx", "onnxscript"):
     pytest.importorskip(_module, reason="the ONNX Runtime suites need torch and the [onnx] extra")
 
-SUITE = Path(__file__).resolve().parents[1] / "suites" / "test_classification.py"
+SUITE = SUITES / "test_classification.py"
 TORCH_ID = "mobilenet_v2-eager-fp32-cpu"
 ORT_ID = "mobilenet_v2-onnxruntime-fp32-cpu"
 
@@ -22,39 +23,19 @@ ORT_ID = "mobilenet_v2-onnxruntime-fp32-cpu"
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, Path]:
     """One quick run (module scope: the export and both measurements take ~30 s)."""
-    import os
-    import subprocess
-    import sys
-
     folder = tmp_path_factory.mktemp("runtimes")
     report = folder / "report.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEENERGY_")}
-    env["EDGEENERGY_CACHE"] = str(folder / "cache")  # a fresh export cache
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            str(SUITE),
-            "--workload",
-            "mobilenet_v2",
-            "--edge-board=sim:orin-nano",
-            "--edge-quick",
-            f"--edge-report={report}",
-            "--edge-idle-s=0.3",
-            "-rs",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-        ],
+    proc = run_suites(
+        str(SUITE),
+        "--workload",
+        "mobilenet_v2",
+        "--edge-board=sim:orin-nano",
+        "--edge-quick",
+        f"--edge-report={report}",
+        "-rs",
         cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        env=clean_env(EDGEENERGY_CACHE=str(folder / "cache")),  # a fresh export cache
     )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     return json.loads(report.read_text()), proc.stdout, report
 
 

@@ -4,51 +4,31 @@ reports compared across devices."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from suite_runs import SUITES, run_suites
 
 pytest.importorskip("torch", reason="the suites need torch")
 pytest.importorskip("torchvision", reason="the suites need torchvision")
 
-SUITES = Path(__file__).resolve().parents[1] / "suites"
 WORKLOADS = "resnet18,bert_tiny,lstm_lm_train"
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
-    import subprocess
-    import sys
-
     out: dict[str, tuple[Path, str]] = {}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEENERGY_")}
     for board in ("orin-nano", "agx-orin"):
         folder = tmp_path_factory.mktemp(board)
         report = folder / "report.json"
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                str(SUITES),
-                f"--edge-board=sim:{board}",
-                "--edge-quick",
-                f"--workload={WORKLOADS}",
-                f"--edge-report={report}",
-                "--edge-idle-s=0.3",
-                "-p",
-                "no:cacheprovider",
-                "-p",
-                "no:randomly",
-            ],
+        proc = run_suites(
+            str(SUITES),
+            f"--edge-board=sim:{board}",
+            "--edge-quick",
+            f"--workload={WORKLOADS}",
+            f"--edge-report={report}",
             cwd=folder,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
         )
-        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
         out[board] = (report, proc.stdout)
     return out
 

@@ -117,21 +117,6 @@ def skip_reason(
     return None
 
 
-def skip_unless_runnable(
-    workload: str,
-    graph_mode: str,
-    precision: str,
-    device: str,
-    *,
-    quick: bool = False,
-    runtime: str = TORCH,
-) -> None:
-    """``pytest.skip(reason)`` when :func:`skip_reason` gives one."""
-    reason = skip_reason(workload, graph_mode, precision, device, quick=quick, runtime=runtime)
-    if reason is not None:
-        pytest.skip(reason)
-
-
 def is_quick(edge_bench: object) -> bool:
     """True when the session is a ``--edge-quick`` smoke run (from ``edge_bench.settings``)."""
     return bool(getattr(getattr(edge_bench, "settings", None), "quick", False))
@@ -163,9 +148,11 @@ def check_and_preflight(
     from .memory_estimate import estimate_workload_bytes
     from .runtimes import runtime_overhead_bytes
 
-    skip_unless_runnable(
+    reason = skip_reason(
         workload, graph_mode, precision, device, quick=is_quick(edge_bench), runtime=runtime
     )
+    if reason is not None:
+        pytest.skip(reason)
     how = graph_mode if runtime == TORCH else runtime
     edge_bench.preflight(
         estimate_bytes=estimate_workload_bytes(

@@ -14,7 +14,6 @@ yields the first, each of the ``new_tokens - 1`` decode steps one more.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .errors import CombinationUnsupported, LocalFileError, WorkloadError
 from .llm_shapes import LlmShape, llm_shape, shape_from_hf_config
 from .local_files import RANDOM_WEIGHTS
+from .modes import importable
 
 if TYPE_CHECKING:
     import torch
@@ -89,13 +89,6 @@ def resolve_shape(workload: str, weights: LlmWeights) -> LlmShape:
     return shape_from_hf_config(workload, config, source=str(source))
 
 
-def _importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def llm_skip_reason(
     precision: str, device: str, batch_size: int, weights: LlmWeights
 ) -> str | None:
@@ -109,7 +102,7 @@ def llm_skip_reason(
                 "int4 runs through llama.cpp from a local GGUF file: give --edge-weights DIR "
                 "holding DIR/<workload>.gguf"
             )
-        if not _importable("llama_cpp"):
+        if not importable("llama_cpp"):
             return (
                 "int4 needs llama-cpp-python, which is not installed (pip install llama-cpp-python)"
             )
@@ -118,15 +111,15 @@ def llm_skip_reason(
                 f"int4 (llama.cpp) runs one sequence at a time: batch_size 1 only, got {batch_size}"
             )
     else:
-        if not _importable("torch"):
+        if not importable("torch"):
             return "torch is not installed (pip install torch)"
-        if not _importable("transformers"):
+        if not importable("transformers"):
             return "the llm suite needs transformers, which is not installed"
     if device == "cuda":
-        from .modes import cuda_available
+        from .modes import NO_CUDA_REASON, cuda_available
 
         if precision != "int4" and not cuda_available():
-            return "cuda: torch.cuda.is_available() is False (CPU-only torch or no GPU)"
+            return NO_CUDA_REASON
     if precision == "int8":
         from .modes import quant_engine
 

@@ -30,12 +30,18 @@ QUANT_ENGINES = ("x86", "fbgemm", "qnnpack", "onednn")
 """Quantised-kernel engines in order of preference (qnnpack is the one on ARM boards)."""
 
 
-def _check_choice(what: str, value: str, allowed: Sequence[str]) -> None:
+NO_CUDA_REASON = "cuda: torch.cuda.is_available() is False (CPU-only torch or no GPU)"
+"""Why a cuda combination is skipped where torch sees no GPU (every suite says it alike)."""
+
+
+def check_choice(what: str, value: str, allowed: Sequence[str]) -> None:
+    """:class:`WorkloadError` naming ``what`` and the allowed values when ``value`` is not one."""
     if value not in allowed:
         raise WorkloadError(f"{what} {value!r} is not known; use one of {', '.join(allowed)}")
 
 
-def _importable(module: str) -> bool:
+def importable(module: str) -> bool:
+    """True when ``module`` can be imported (found without importing it)."""
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
@@ -44,7 +50,7 @@ def _importable(module: str) -> bool:
 
 def cuda_available() -> bool:
     """True when torch is installed and sees a CUDA device."""
-    if not _importable("torch"):
+    if not importable("torch"):
         return False
     import torch
 
@@ -80,9 +86,9 @@ def combination_supported(
     raise :class:`~.errors.WorkloadError` (a typo is an error, not a skip).
     """
     spec = workload_spec(workload)
-    _check_choice("graph mode", graph_mode, GRAPH_MODES)
-    _check_choice("precision", precision, PRECISIONS)
-    _check_choice("device", device, DEVICES)
+    check_choice("graph mode", graph_mode, GRAPH_MODES)
+    check_choice("precision", precision, PRECISIONS)
+    check_choice("device", device, DEVICES)
     reason = _never_runs(spec, graph_mode, precision, device) or _missing_here(
         spec, graph_mode, precision, device
     )
@@ -114,13 +120,13 @@ def _never_runs(spec: WorkloadSpec, graph_mode: str, precision: str, device: str
 
 
 def _missing_here(spec: WorkloadSpec, graph_mode: str, precision: str, device: str) -> str | None:
-    if not _importable("torch"):
+    if not importable("torch"):
         return "torch is not installed (pip install torch torchvision)"
     for module in spec.needs:
-        if not _importable(module):
+        if not importable(module):
             return f"{spec.name} needs {module}, which is not installed"
     if device == "cuda" and not cuda_available():
-        return "cuda: torch.cuda.is_available() is False (CPU-only torch or no GPU)"
+        return NO_CUDA_REASON
     if precision == "int8" and quant_engine() is None:
         return "int8: this torch build has no quantised-kernel engine"
     if graph_mode == "compile":
@@ -129,7 +135,7 @@ def _missing_here(spec: WorkloadSpec, graph_mode: str, precision: str, device: s
                 "torch.compile on cpu generates C++ and needs a compiler "
                 f"({', '.join(CXX_COMPILERS)} or $CXX); none found"
             )
-        if device == "cuda" and not _importable("triton"):
+        if device == "cuda" and not importable("triton"):
             return "torch.compile on cuda needs triton, which is not installed"
     return None
 
@@ -143,7 +149,7 @@ def require_supported(workload: str, graph_mode: str, precision: str, device: st
 
 def float_dtype(precision: str) -> torch.dtype:
     """The dtype of float tensors (weights, images) at ``precision``: fp16 or fp32."""
-    _check_choice("precision", precision, PRECISIONS)
+    check_choice("precision", precision, PRECISIONS)
     import torch
 
     return torch.float16 if precision == "fp16" else torch.float32
@@ -177,7 +183,7 @@ def apply_precision(
     quantised on the fly); other layers stay fp32, and params say which fraction of the
     parameters was converted.
     """
-    _check_choice("precision", precision, PRECISIONS)
+    check_choice("precision", precision, PRECISIONS)
     if precision == "fp32":
         return model, {}
     if precision == "fp16":
@@ -227,7 +233,7 @@ def to_graph_mode(
     torch.compile is lazy: it compiles on the first call, which the caller should make
     inside its load window. Failures raise :class:`~.errors.CombinationUnsupported`.
     """
-    _check_choice("graph mode", graph_mode, GRAPH_MODES)
+    check_choice("graph mode", graph_mode, GRAPH_MODES)
     if graph_mode == "eager":
         return model, {}
     import torch

@@ -31,7 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..bench.settings import RUNTIMES
 from .errors import CombinationUnsupported, WorkloadError
-from .modes import DEVICES, PRECISIONS, cuda_available, first_line
+from .modes import (
+    DEVICES,
+    NO_CUDA_REASON,
+    PRECISIONS,
+    check_choice,
+    cuda_available,
+    first_line,
+    importable,
+)
 from .registry import workload_spec
 
 if TYPE_CHECKING:
@@ -64,24 +72,10 @@ FACTS_FILE = "facts.json"
 REFUSED_FILE = "refused.txt"
 
 
-def _check_choice(what: str, value: str, allowed: Sequence[str]) -> None:
-    if value not in allowed:
-        raise WorkloadError(f"{what} {value!r} is not known; use one of {', '.join(allowed)}")
-
-
-def _importable(module: str) -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def provider_for(runtime: str, device: str) -> str:
     """The execution provider ``runtime`` uses on ``device`` (e.g. ``CPUExecutionProvider``)."""
-    _check_choice("runtime", runtime, RUNTIMES[1:])
-    _check_choice("device", device, DEVICES)
+    check_choice("runtime", runtime, RUNTIMES[1:])
+    check_choice("device", device, DEVICES)
     provider = PROVIDERS.get((runtime, device))
     if provider is None:
         raise CombinationUnsupported(
@@ -102,9 +96,9 @@ def runtime_supported(workload: str, runtime: str, precision: str, device: str) 
     here, else ``(False, reason)``: first what can run nowhere, then what this machine lacks
     (a package, a GPU, an execution provider). Unknown names raise :class:`WorkloadError`."""
     spec = workload_spec(workload)
-    _check_choice("runtime", runtime, RUNTIMES[1:])
-    _check_choice("precision", precision, PRECISIONS)
-    _check_choice("device", device, DEVICES)
+    check_choice("runtime", runtime, RUNTIMES[1:])
+    check_choice("precision", precision, PRECISIONS)
+    check_choice("device", device, DEVICES)
     reason = _never_runs(spec.kind, runtime, precision, device) or _missing_here(
         spec.needs, runtime, device
     )
@@ -132,16 +126,16 @@ def _never_runs(kind: str, runtime: str, precision: str, device: str) -> str | N
 
 
 def _missing_here(needs: Sequence[str], runtime: str, device: str) -> str | None:
-    if not _importable("torch"):
+    if not importable("torch"):
         return "torch is not installed (pip install torch torchvision)"
     for module in needs:
-        if not _importable(module):
+        if not importable(module):
             return f"needs {module}, which is not installed"
     for module in ONNX_NEEDS:
-        if not _importable(module):
+        if not importable(module):
             return f"{runtime} needs {module}: pip install 'pytest-edgeenergy[onnx]'"
     if device == "cuda" and not cuda_available():
-        return "cuda: torch.cuda.is_available() is False (CPU-only torch or no GPU)"
+        return NO_CUDA_REASON
     provider = PROVIDERS[(runtime, device)]
     have = available_providers()
     if provider not in have:

@@ -1,0 +1,39 @@
+"""Running ``pytest suites/...`` on a virtual board in a child process, as the end-to-end
+tests of the suites do: no EDGEENERGY_* variable leaks in from the caller, no cache
+provider, no random order, a short idle baseline."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+SUITES = Path(__file__).resolve().parents[1] / "suites"
+QUIET_FLAGS = ("--edge-idle-s=0.3", "-p", "no:cacheprovider", "-p", "no:randomly")
+"""What every suite run in the tests adds."""
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without EDGEENERGY_* variables, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEENERGY_")}
+    env.update(extra)
+    return env
+
+
+def run_suites(
+    *args: str, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest ARGS`` plus :data:`QUIET_FLAGS` in ``cwd``; asserts it passed
+    (the message holds the end of its output)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, *QUIET_FLAGS],
+        cwd=cwd,
+        env=dict(env) if env is not None else clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    return proc
