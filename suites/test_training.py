@@ -5,7 +5,8 @@ DataLoader (the user's ``--edge-data`` ImageFolder, else cached synthetic JPEGs)
 Each measured call is one minibatch of ``batch_size`` items. Besides energy, the result's
 ``params.training_timing`` holds the study's breakdown: per-minibatch fetch stall, compute
 and end-to-end time, first minibatch discarded, epoch 0 apart from epochs 1+. Training runs
-eager fp32; other graph modes and precisions are skipped with the reason.
+eager fp32; other graph modes and precisions are skipped with the reason. Training always
+runs offline (back to back): ``--edge-scenario`` paces the inference suites only.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the benchmark suites need torch (pip install torch)")
 
+from pytest_edgeenergy.bench.scenarios import Scenario
 from pytest_edgeenergy.workloads.grid import (
     COMBINATION_ARGS,
     check_and_preflight,
@@ -58,8 +60,13 @@ def test_training(
         device,
     )
     try:
+        # Offline whatever --edge-scenario says: a training step serves no queries to pace.
         result = edge_bench.run(
-            step, items_per_call=batch_size, params=step.params(), device=device
+            step,
+            items_per_call=batch_size,
+            params=step.params(),
+            device=device,
+            scenario=Scenario(),
         )
     finally:
         step.close()

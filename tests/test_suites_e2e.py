@@ -72,3 +72,23 @@ def test_compare_two_devices(
     text = capsys.readouterr().out
     assert "resnet18" in text and "bert_tiny" in text
     assert text.count("simulated") >= 2
+
+
+def test_training_runs_offline_under_a_scenario(tmp_path: Path) -> None:
+    """--edge-scenario paces the inference suites' queries; a training step serves none, so
+    the training suite runs back to back and its entry records no scenario."""
+    report = tmp_path / "report.json"
+    run_suites(
+        str(SUITES / "test_training.py"),
+        "--edge-board=sim:orin-nano",
+        "--edge-quick",
+        "--workload=lstm_lm_train",
+        "--edge-scenario=fixed-rate",
+        "--edge-rate=1000",
+        f"--edge-report={report}",
+        cwd=tmp_path,
+    )
+    (entry,) = [t for t in json.loads(report.read_text())["tests"] if t["status"] == "passed"]
+    assert entry["params"]["workload"] == "lstm_lm_train"
+    assert "scenario" not in entry["params"] and "rate_hz" not in entry["params"]
+    assert "deadline_misses" not in entry["metrics"]
