@@ -3,8 +3,8 @@
 Replays real profiling tables (see :mod:`search_tables`: Orin Nano training over cores x
 CPU x GPU x EMC frequency, and GPU frequency x batch size inference on three boards), one
 search per workload x board group. For each strategy, objective and seed the search runs
-``TRIALS`` profiles against a replay oracle; the gap after k profiles is the objective of
-the best feasible point profiled so far over the table's true optimum, minus 1 ("none":
+``TRIALS`` profiles (``--trials``) against a replay oracle; the gap after k profiles is the
+objective of the best feasible point profiled so far over the table's true optimum, minus 1 ("none":
 no feasible point profiled yet). Objectives: min-energy, and min-time under power budgets
 at the 10th, 30th and 60th percentile of the group's power (so 10 %+ of the points meet
 each). Also the auto strategy's predictor error after ``TRIALS`` profiles: MAPE of time
@@ -38,7 +38,7 @@ from pytest_edgeenergy.search import Objective, Search, make_strategy  # noqa: E
 from pytest_edgeenergy.search.replay import ReplayOracle, ReplayTable  # noqa: E402
 
 TRIALS = 30
-KS = (10, 15, 20, 30)
+KS = (10, 15, 20)
 SEEDS = 20
 STRATEGIES = ("random", "binary", "optuna", "auto", "auto+prior")
 PRIOR_OF = {
@@ -75,18 +75,18 @@ def optimum(table: ReplayTable, objective: Objective) -> float:
     )
 
 
-def _job(args: tuple[str, Objective, str, int]) -> dict[str, Any]:
-    group, objective, strategy, seed = args
+def _job(args: tuple[str, Objective, str, int, int]) -> dict[str, Any]:
+    group, objective, strategy, seed, trials = args
     if not _TABLES:
         _init()
     table = _TABLES[group]
     prior = _TABLES[PRIOR_OF[group]].trials if strategy == "auto+prior" else ()
     name = strategy.partition("+")[0]
     chosen = make_strategy(name, table.space, objective, seed=seed, prior=prior)
-    result = Search(table.space, objective, chosen).run(ReplayOracle(table), TRIALS)
+    result = Search(table.space, objective, chosen).run(ReplayOracle(table), trials)
     opt = optimum(table, objective)
     gaps = {}
-    for k in KS:
+    for k in ks(trials):
         ok = [
             objective.value(*t.measured)
             for t in result.trials[:k]
@@ -120,13 +120,25 @@ def _pct(x: float) -> str:
     return "none" if math.isinf(x) else f"{100 * x:.1f}"
 
 
+def ks(trials: int) -> tuple[int, ...]:
+    """The profile counts the gap is reported after."""
+    return (*(k for k in KS if k < trials), trials)
+
+
 def evaluate(
-    strategies: Sequence[str], seeds: int, only: Sequence[str] = (), workers: int = 2
+    strategies: Sequence[str],
+    seeds: int,
+    only: Sequence[str] = (),
+    workers: int = 2,
+    trials: int = TRIALS,
 ) -> list[dict[str, Any]]:
     tables = groups()
     todo = [c for c in cases(tables) if not only or any(o in c.group for o in only)]
     jobs = [
-        (c.group, c.objective, s, seed) for c in todo for s in strategies for seed in range(seeds)
+        (c.group, c.objective, s, seed, trials)
+        for c in todo
+        for s in strategies
+        for seed in range(seeds)
     ]
     with ProcessPoolExecutor(workers, initializer=_init) as pool:
         results = list(pool.map(_job, jobs, chunksize=4))
@@ -135,15 +147,16 @@ def evaluate(
         for s in strategies:
             mine = [
                 r
-                for (g, o, st, _), r in zip(jobs, results, strict=True)
+                for (g, o, st, _, _), r in zip(jobs, results, strict=True)
                 if g == c.group and o == c.objective and st == s
             ]
             row: dict[str, Any] = {
                 "group": c.group,
                 "objective": c.objective.describe(),
                 "strategy": s,
+                "trials": trials,
             }
-            for k in KS:
+            for k in ks(trials):
                 gaps = sorted(r["gaps"][k] for r in mine)
                 row[f"median@{k}"] = statistics.median(gaps)
                 row[f"worst@{k}"] = gaps[-1]
@@ -157,12 +170,15 @@ def evaluate(
 
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
+    trials = rows[0]["trials"] if rows else TRIALS
     head = (
-        "| group | objective | strategy | " + " | ".join(f"@{k} med / worst %" for k in KS) + " |"
+        "| group | objective | strategy | "
+        + " | ".join(f"@{k} med / worst %" for k in ks(trials))
+        + " |"
     )
-    lines = [head, "|" + "---|" * (3 + len(KS))]
+    lines = [head, "|" + "---|" * (3 + len(ks(trials)))]
     for r in rows:
-        cells = [f"{_pct(r[f'median@{k}'])} / {_pct(r[f'worst@{k}'])}" for k in KS]
+        cells = [f"{_pct(r[f'median@{k}'])} / {_pct(r[f'worst@{k}'])}" for k in ks(trials)]
         name = (
             r["strategy"]
             if r["over_budget"] == 0
@@ -173,7 +189,7 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     if mape:
         lines += [
             "",
-            f"auto predictor after {TRIALS} profiles, MAPE on the unprofiled points "
+            f"auto predictor after {trials} profiles, MAPE on the unprofiled points "
             "(median over seeds):",
             "",
         ]
@@ -186,8 +202,9 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def compact(rows: Sequence[dict[str, Any]], k: int = TRIALS) -> str:
-    """One line per case: every strategy's gap after ``k`` profiles (median / worst %)."""
+def compact(rows: Sequence[dict[str, Any]]) -> str:
+    """One line per case: every strategy's gap after all its profiles (median / worst %)."""
+    k = rows[0]["trials"] if rows else TRIALS
     strategies = list(dict.fromkeys(r["strategy"] for r in rows))
     lines = [
         "| group | objective | " + " | ".join(strategies) + " |",
@@ -214,10 +231,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--strategies", default=",".join(STRATEGIES))
     p.add_argument("--only", action="append", default=[], help="groups whose name contains this")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--trials", type=int, default=TRIALS, help="profiles per search")
     args = p.parse_args(argv)
-    rows = evaluate(args.strategies.split(","), args.seeds, args.only, args.workers)
+    if args.trials < 1:
+        p.error(f"--trials must be at least 1, got {args.trials}")
+    rows = evaluate(args.strategies.split(","), args.seeds, args.only, args.workers, args.trials)
     print(
-        f"Gap to the optimum after {TRIALS} profiles, median / worst over {args.seeds} seeds (%):"
+        f"Gap to the optimum after {args.trials} profiles, "
+        f"median / worst over {args.seeds} seeds (%):"
     )
     print()
     print(compact(rows))
