@@ -13,7 +13,7 @@ from pytest_edgeenergy.errors import InvalidValue
 from pytest_edgeenergy.search import Objective, PointFailed, Search, Trial, make_strategy
 from pytest_edgeenergy.search.driver import pareto_front
 from pytest_edgeenergy.search.replay import ReplayOracle, table_from_rows
-from pytest_edgeenergy.search.space import Knobs
+from pytest_edgeenergy.search.space import Knobs, Space
 from pytest_edgeenergy.search.strategies.grid import fewest_change_order
 
 ALL = ("grid", "random", "binary", "optuna", "auto")
@@ -199,3 +199,30 @@ def test_strategies_stay_in_the_space_never_repeat_and_recommend_a_profiled_feas
         assert objective.feasible(*result.best.measured)
     else:
         assert not any(objective.feasible(*t.measured) for t in result.trials)
+
+
+def _corners(space: Space) -> set[tuple[object, ...]]:
+    return set(itertools.product(*((d.values[0], d.values[-1]) for d in space.dims)))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 5])
+def test_auto_starts_with_every_combination_of_the_knobs_extremes(seed: int) -> None:
+    """Two values per knob (lowest, highest), every combination: 2^3 = 8 points first."""
+    table = toy_table(cores=True)
+    objective = Objective("min-time", power_budget_w=7.0)
+    chosen = make_strategy("auto", table.space, objective, seed=seed, trials=16)
+    result = Search(table.space, objective, chosen).run(ReplayOracle(table), 8)
+    profiled = {table.space.point(t.knobs) for t in result.trials}
+    assert profiled == _corners(table.space)
+    more = Search(table.space, objective, chosen, result.trials).run(ReplayOracle(table), 16)
+    assert more.best == optimum(table, objective)  # then the model finds the edge
+
+
+def test_auto_spreads_its_first_points_when_the_extremes_would_take_most_trials() -> None:
+    """8 corners in a 10-trial search would leave the model 2: a space-filling start."""
+    table = toy_table(cores=True)
+    objective = Objective("min-energy")
+    chosen = make_strategy("auto", table.space, objective, seed=0, trials=10)
+    result = Search(table.space, objective, chosen).run(ReplayOracle(table), 8)
+    profiled = {table.space.point(t.knobs) for t in result.trials}
+    assert len(profiled) == 8 and profiled != _corners(table.space)

@@ -283,6 +283,7 @@ class LiveSearch:
             self.objective,
             seed=self.settings.seed,
             prior=self._prior_of.get(function_id(item.nodeid), ()),
+            trials=self.settings.trials,
         )
         ts = TestSearch(key, Search(space, self.objective, strategy, history), fixed)
         ts.resumed = len(history)

@@ -114,7 +114,7 @@ def run_replay(
     if trials < 1:
         raise InvalidValue(f"--trials {trials}: must be at least 1")
     check_budget(table, objective)
-    chosen = make_strategy(strategy, table.space, objective, seed=seed, prior=prior)
+    chosen = make_strategy(strategy, table.space, objective, seed=seed, prior=prior, trials=trials)
     return Search(table.space, objective, chosen).run(ReplayOracle(table), trials)
 
 

@@ -19,9 +19,11 @@ def make_strategy(
     *,
     seed: int = 0,
     prior: Sequence[Trial] = (),
+    trials: int | None = None,
 ) -> Strategy:
     """The strategy called ``name``; :class:`InvalidValue` for an unknown name or one that
-    cannot serve ``objective`` (binary has no pareto front)."""
+    cannot serve ``objective`` (binary has no pareto front). ``trials``, the search's
+    budget when known, shapes auto's first design."""
     if name == "grid":
         from .grid import GridStrategy
 
@@ -46,5 +48,5 @@ def make_strategy(
     if name == "auto":
         from .auto import AutoStrategy
 
-        return AutoStrategy(space, objective, seed=seed, prior=prior)
+        return AutoStrategy(space, objective, seed=seed, prior=prior, trials=trials)
     raise InvalidValue(f"unknown strategy {name!r}; allowed: {', '.join(STRATEGIES)}")

@@ -5,8 +5,13 @@ Gaussian processes model log time, log power and the objective's own log (log en
 log EDP: modelled directly, the sum of two models' errors would blur the minimum) over the
 knobs scaled to [0, 1] (half by rank, half by log value), each with a linear trend in the
 knobs: time falls and power rises with clocks and cores, so the trend carries most of the
-shape and the process the rest. The first points are a space-filling design
-(greedy max-min distance from a seeded start); after them each proposal maximises the
+shape and the process the rest. The first points are the two-level design: every
+combination of each knob's lowest and highest value (2^d points for d knobs; the
+extremes bound what the knobs do and show where one knob's effect depends on another,
+e.g. the CPU clock costing watts with a slow GPU and almost nothing with a fast one),
+when it takes at most 16 points and two thirds of the trials; then (or only) a
+space-filling design (greedy max-min distance from a seeded start) up to d + 3 points in all
+(at most 8; 3 with a prior). After them each proposal maximises the
 expected improvement of the objective times the probability of meeting the budgets (no
 feasible point yet: the most probably feasible one). Pareto scalarises time and energy
 with a seeded random weight per trial (ParEGO). A prior (another workload's or board's
@@ -37,6 +42,9 @@ if TYPE_CHECKING:
 
 _PRIOR_POINTS = 200
 """At most this many prior profiles are modelled (evenly chosen): enough for the shape."""
+_MAX_CORNERS = 16
+"""The two-level design is used up to this many points (4 knobs), and when it leaves the
+model at least a third of the trials."""
 
 
 class AutoStrategy:
@@ -52,7 +60,10 @@ class AutoStrategy:
         seed: int = 0,
         prior: Sequence[Trial] = (),
         initial: int | None = None,
+        trials: int | None = None,
     ) -> None:
+        """``trials``: the search's budget, when known (it decides whether the two-level
+        design fits); ``initial``: the size of the space-filling design used otherwise."""
         require("numpy", "search", "the auto search strategy")
         import numpy as np
 
@@ -65,6 +76,10 @@ class AutoStrategy:
         d = len(space.dims)
         self.initial = initial if initial is not None else (3 if prior else min(d + 3, 8))
         self._prior = self._prior_features(prior) if prior else None
+        corners = [int(i) for i in np.flatnonzero(np.all((self._x == 0) | (self._x == 1), axis=1))]
+        fits = len(corners) <= _MAX_CORNERS and (trials is None or 3 * len(corners) <= 2 * trials)
+        self.corners: list[int] = corners if fits else []
+        """The two-level design (indices into the space's points); empty when not used."""
 
     def coords(self, point: Point) -> list[float]:
         """A point scaled to [0, 1] per knob (log scale for positive numbers)."""
@@ -128,12 +143,15 @@ class AutoStrategy:
         if not free:
             return None
         ok = [(self._index[p], t) for p, t in done.items() if t.ok and p in self._index]
+        corners = [i for i in self.corners if self._points[i] not in done]
+        if corners:
+            return self.space.knobs(self._points[self._spread(done, corners)])
         if len(ok) < self.initial:
             return self.space.knobs(self._points[self._spread(done, free)])
         return self.space.knobs(self._points[self._best_expected(ok, free, len(history))])
 
     def _spread(self, done: dict[Point, Trial], free: list[int]) -> int:
-        """The free point farthest from every profiled one (a seeded start)."""
+        """The point of ``free`` farthest from every profiled one (a seeded start)."""
         import numpy as np
 
         taken = [self._index[p] for p in done if p in self._index]
