@@ -63,7 +63,8 @@ class AutoStrategy:
         trials: int | None = None,
     ) -> None:
         """``trials``: the search's budget, when known (it decides whether the two-level
-        design fits); ``initial``: the size of the space-filling design used otherwise."""
+        design fits); ``initial``: the least number of points the start holds (the
+        space-filling design fills up to it; default d + 3, at most 8, 3 with a prior)."""
         require("numpy", "search", "the auto search strategy")
         import numpy as np
 
