@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the benchmark suites need torch (pip install torch)")
 
-from pytest_edgeenergy.bench.scenarios import Scenario
+from pytest_edgeenergy.bench.scenarios import OFFLINE
 from pytest_edgeenergy.workloads.grid import (
     COMBINATION_ARGS,
     check_and_preflight,
@@ -66,7 +66,7 @@ def test_training(
             items_per_call=batch_size,
             params=step.params(),
             device=device,
-            scenario=Scenario(),
+            scenario=OFFLINE,
         )
     finally:
         step.close()

@@ -77,7 +77,12 @@ class AutoStrategy:
         d = len(space.dims)
         self.initial = initial if initial is not None else (3 if prior else min(d + 3, 8))
         self._prior = self._prior_features(prior) if prior else None
-        corners = [int(i) for i in np.flatnonzero(np.all((self._x == 0) | (self._x == 1), axis=1))]
+        ends = [(0, len(dim.values) - 1) for dim in space.dims]
+        corners = [
+            i
+            for i, p in enumerate(self._points)
+            if all(j in end for j, end in zip(space.indices(p), ends, strict=True))
+        ]
         fits = len(corners) <= _MAX_CORNERS and (trials is None or 3 * len(corners) <= 2 * trials)
         self.corners: list[int] = corners if fits else []
         """The two-level design (indices into the space's points); empty when not used."""
