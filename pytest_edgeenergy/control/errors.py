@@ -67,3 +67,8 @@ class RestoreError(ControlError, OSError):
 
 class StateFileError(ControlError, ValueError):
     """A state file that cannot be read (corrupt, foreign, for another root)."""
+
+
+class StateDirError(ControlError, PermissionError):
+    """The board's state directory (lock and journal) cannot be written, so this session
+    may not pin the board; the message names the directory and how to make it writable."""

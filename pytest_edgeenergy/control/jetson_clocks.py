@@ -3,7 +3,9 @@ run (every clock at its maximum), through ``<root>/usr/bin/jetson_clocks`` as ar
 
 The plain run also writes files the control layer does not snapshot (cpuidle ``disable``,
 fan); a caller that pins with it must ``store`` first and ``restore`` afterwards.
-:meth:`JetsonClocksKnob.verify` reads the pinning back from ``--show``.
+:meth:`JetsonClocksKnob.verify` reads the pinning back from ``--show``;
+:meth:`JetsonClocksKnob.show` keeps every clock line by the name the tool prints, Thor's
+``gpu-nvd-0`` (its codec clock) beside ``gpu-gpc-0``.
 """
 
 from __future__ import annotations
@@ -56,7 +58,11 @@ class JetsonClocksKnob:
         return parse_jetson_clocks_show(self._run(ToolCall((self._bin(), "--show"))))
 
     def show(self) -> dict[str, Any]:
-        return asdict(self.read_show())
+        """``--show`` as JSON: the parsed fields, and ``clocks``, every clock line but the
+        CPUs' by its name (:func:`named_clocks`)."""
+        shown = self.read_show()
+        clocks = {name: asdict(clock) for name, clock in named_clocks(shown).items()}
+        return {**asdict(shown), "clocks": clocks}
 
     def plan(
         self, action: Action, store_file: Path | None = None, *, overwrite: bool = False
@@ -96,6 +102,14 @@ class JetsonClocksKnob:
         if not self._pinned:
             return []
         return pinning_mismatches(self.read_show(), Path(self._bin()), self.name)
+
+
+def named_clocks(shown: JetsonClocksShow) -> dict[str, ClockShow]:
+    """Every clock line of ``--show`` but the CPUs', by the name the tool prints: the GPU's
+    first (``GPU``; on Thor ``gpu-gpc-0`` and its codec clock ``gpu-nvd-0``), then ``EMC``,
+    then the accelerators (``DLA0_CORE``, ``PVA0_VPS0`` ...)."""
+    emc = (shown.emc,) if shown.emc is not None else ()
+    return {c.name: c for c in (*shown.gpu_clocks, *emc, *shown.other_clocks)}
 
 
 def _min_max(clock: CpuClockShow | ClockShow) -> str:

@@ -22,9 +22,13 @@ from ..board.detect import NVPMODEL_CONF, NVPMODEL_STATUS, Board, detect
 from ..board.knobs import CpuCore, CpufreqPolicy, EmcKnobs, GpuDevfreq
 from ..board.nvpmodel import NvpmodelConf, parse_conf
 from ..board.sysfs import read_text
+from ..safefs import resolves_inside
 from .errors import KnobUnavailable, UnknownKnobFile
 
 NVPMODEL_BIN = "usr/bin/nvpmodel"
+SYSFS_DIR = "sys"
+"""Every knob file (cpufreq, online, devfreq, EMC, nvpmodel PARAM paths) must resolve here."""
+NVPMODEL_STATUS_DIR = "var/lib/nvpmodel"
 JETSON_CLOCKS_BIN = "usr/bin/jetson_clocks"
 _READ_ONLY_ARGS = ("FREQ_TABLE",)
 
@@ -51,6 +55,9 @@ class KnobSet:
     nvpmodel_bin: Path | None
     jetson_clocks_bin: Path | None
     thermal_dirs: tuple[Path, ...]
+    refused: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """Knob files discovery found but control will never write, by path: why (a symbolic
+    link, or a path that resolves outside the board's sysfs)."""
     _allowed: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     @property
@@ -83,20 +90,30 @@ class KnobSet:
         paths += list(self.nvpmodel_files)
         if self.nvpmodel_status is not None:
             paths.append(self.nvpmodel_status)
-        return [p for p in paths if p.is_file()]
+        return [p for p in paths if p.is_file() and str(p) not in self.refused]
 
     def allows(self, path: Path) -> bool:
-        """True when ``path`` is (an alias of) a discovered knob file."""
+        """True when ``path`` is a discovered knob file that resolves inside the board
+        (and is not itself a symbolic link)."""
+        if str(path) in self.refused or os.path.islink(path):
+            return False
         allowed = self._allowed or frozenset(os.path.realpath(p) for p in self.files)
-        return os.path.realpath(path) in allowed
+        return os.path.realpath(path) in allowed and _inside_board(path, self.root)
 
     def check_writable(self, path: Path) -> None:
-        """Raise :class:`UnknownKnobFile` unless ``path`` is a discovered knob file."""
-        if not self.allows(path):
-            raise UnknownKnobFile(
-                f"refusing to write {path}: it is not one of the knob files discovered under "
-                f"{self.root} (cpufreq, CPU online, GPU devfreq, EMC, nvpmodel PARAM paths)"
-            )
+        """Raise :class:`UnknownKnobFile` unless ``path`` is a discovered knob file that
+        resolves inside the board."""
+        if self.allows(path):
+            return
+        why = self.refused.get(str(path))
+        if why is None and os.path.realpath(path) in self._allowed:
+            why = _outside_reason(path, self.root)  # discovered, reached through a link
+        if why is not None:
+            raise UnknownKnobFile(f"refusing to write {path}: {why}")
+        raise UnknownKnobFile(
+            f"refusing to write {path}: it is not one of the knob files discovered under "
+            f"{self.root} (cpufreq, CPU online, GPU devfreq, EMC, nvpmodel PARAM paths)"
+        )
 
     def policy_for_cpu(self, cpu: int) -> CpufreqPolicy | None:
         return next((p for p in self.policies if cpu in p.cpus), None)
@@ -114,6 +131,33 @@ class KnobSet:
         if text is None:
             raise KnobUnavailable(f"no nvpmodel.conf under {self.root} ({conf_path})")
         return parse_conf(text, source=str(conf_path))  # raises NvpmodelConfError
+
+
+def _bounds(path: Path, root: Path) -> Path:
+    """Where a knob file must resolve: nvpmodel's status directory for its status file,
+    the board's sysfs for every other."""
+    status_dir = root / NVPMODEL_STATUS_DIR
+    return status_dir if path.parent == status_dir else root / SYSFS_DIR
+
+
+def _outside_reason(path: Path, root: Path) -> str | None:
+    """Why control must not write ``path`` (a link, or outside the board); None if fine."""
+    if os.path.islink(path):
+        return (
+            f"it is a symbolic link (to {os.readlink(path)}); a knob file is never written "
+            "through a link"
+        )
+    bounds = _bounds(path, root)
+    if not resolves_inside(path, bounds):
+        return (
+            f"it resolves to {os.path.realpath(path)}, outside the board's {bounds}; "
+            "a knob file must lie inside it"
+        )
+    return None
+
+
+def _inside_board(path: Path, root: Path) -> bool:
+    return _outside_reason(path, root) is None
 
 
 def _dedupe(paths: list[Path]) -> tuple[Path, ...]:
@@ -193,6 +237,10 @@ def _build(board: Board) -> KnobSet:
         jetson_clocks_bin=_executable(root / JETSON_CLOCKS_BIN),
         thermal_dirs=tuple(z.directory for z in knobs.thermal_zones),
     )
+    for path in result._candidate_files():
+        why = _outside_reason(path, root)
+        if why is not None:
+            result.refused[str(path)] = why
     allowed = frozenset(os.path.realpath(p) for p in result.files)
     object.__setattr__(result, "_allowed", allowed)
     return result

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..board.detect import read_power_mode_status
 from ..board.nvpmodel import NvpmodelQueryError, PowerMode, parse_query
-from .errors import KnobUnavailable, NvpmodelError, RebootRequired
+from .errors import KnobUnavailable, NvpmodelError, RebootRequired, UnknownKnobFile
 from .knobset import KnobSet
 from .plan import PlanContext
 from .point import CurrentMode, OperatingPoint
@@ -73,7 +73,30 @@ class NvpmodelKnob:
     def files(self) -> tuple[Path, ...]:
         """Files ``nvpmodel -m`` may write (the conf's PARAM paths and its status file)."""
         extra = (self.knobs.nvpmodel_status,) if self.knobs.nvpmodel_status else ()
-        return self.knobs.nvpmodel_files + extra
+        return tuple(p for p in self.knobs.nvpmodel_files + extra if self.knobs.allows(p))
+
+    def check_inside(self, mode: PowerMode, *, source: str = "--power-mode") -> None:
+        """Raise :class:`UnknownKnobFile` when selecting ``mode`` would make nvpmodel write
+        a file outside the board (a PARAM path through ``..`` or a link), or one that is a
+        symbolic link: the tool writes wherever its conf says, so the mode is refused."""
+        conf = self.knobs.require_conf()
+        bad: list[str] = []
+        for setting in mode.settings:
+            param = conf.params.get(setting.param)
+            path = param.path_for(setting.arg, self.knobs.root) if param else None
+            if path is None or not path.exists():
+                continue
+            why = self.knobs.refused.get(str(path))
+            if why is None and not self.knobs.allows(path):
+                why = "not a knob file discovered inside the board"
+            if why is not None:
+                bad.append(f"PARAM {setting.param} {setting.arg} {path}: {why}")
+        if bad:
+            raise UnknownKnobFile(
+                f"{source} {mode.name}: refusing to run nvpmodel -m {mode.id}, which would "
+                f"write outside the board's knob files ({self.knobs.root / 'etc/nvpmodel.conf'}"
+                "):\n  " + "\n  ".join(bad)
+            )
 
     def _bin(self) -> Path:
         if self.knobs.nvpmodel_bin is None:
@@ -161,6 +184,7 @@ class NvpmodelKnob:
         if mode is None:
             return []
         resolved = self.resolve(mode, source=source)
+        self.check_inside(resolved, source=source)
         if current is None:
             current = self.current()
         self.check_switch(resolved, current=current, force=force, source=source)

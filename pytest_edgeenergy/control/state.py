@@ -8,19 +8,21 @@ saved power mode with ``nvpmodel`` first (it resets clocks), then writes every f
 differs back byte-identically, in reverse order of our writes, and deletes the state file
 only when everything matches again.
 
-Where the state file lives (:func:`state_locations`):
+Where the state file lives: ``<root>/var/lib/edgeenergy/state.json``, always, with its lock
+beside it: one lock and one journal per board, whoever runs the session, so a root session
+and a user session (or two users) always see each other. When that directory cannot be
+written (:func:`state_dir_problem`), a session may still measure, unprotected against a
+concurrent pinning session (it says so), but refuses to pin (:class:`StateDirError`, naming
+the directory and how to make it writable). Older versions fell back to
+``$XDG_STATE_HOME/edgeenergy/state-<sha256(root)[:16]>.json``: :func:`restore_leftover` and a
+new session still look there, to restore what a killed old session left.
 
-1. ``<root>/var/lib/edgeenergy/state.json`` when that directory can be created and written.
-   It travels with a virtual board (a moved tree still finds its own state) and on a board
-   run as root it is the usual place for system state.
-2. Otherwise ``$XDG_STATE_HOME/edgeenergy/state-<sha256(root)[:16]>.json`` (default
-   ``~/.local/state``): a user granted write access to the knobs through a group (udev
-   rule) usually cannot write ``/var/lib``. Keyed by the resolved root so several trees
-   never share one file.
-
-:func:`restore_leftover` looks in both places. A lock file beside the state file (``flock``)
-tells a live session (lock held) from a killed one (lock free: the kernel drops it) and
-records who holds it; a new :class:`Session` waits for a live holder up to a timeout.
+Nothing here is written outside the board: the state directory must resolve inside the root,
+the lock file is opened without following a symbolic link, the state file's temp file is
+created exclusively (never through a link), and the rename replaces a link, never its target.
+A lock file records who holds it (``flock``): a live session (lock held) is told from a killed
+one (lock free: the kernel drops it); a new :class:`Session` waits for a live holder up to a
+timeout.
 """
 
 from __future__ import annotations
@@ -38,14 +40,27 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
 from ..board.detect import Board
-from .errors import PrivilegeError, RestoreError, SessionBusy, StateFileError, UnknownKnobFile
+from ..safefs import (
+    check_inside,
+    open_nofollow,
+    remove_stale_temps,
+    signals_held,
+)
+from .errors import (
+    PrivilegeError,
+    RestoreError,
+    SessionBusy,
+    StateDirError,
+    StateFileError,
+    UnknownKnobFile,
+)
 from .knobset import KnobSet, knob_set
 from .nvpmodel import NvpmodelKnob, nvpmodel_error
 from .operating_point import ApplyResult, OperatingPoint, files_for
@@ -77,24 +92,52 @@ def _root_key(root: Path) -> str:
 
 
 def state_locations(root: Path) -> tuple[Path, Path]:
-    """The two places a state file for ``root`` may be: in the root, then per user."""
+    """The two places a state file for ``root`` may be: in the root (where every session
+    keeps it), then per user (where older versions kept it; read only to restore)."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return root / STATE_IN_ROOT, Path(base) / "edgeenergy" / f"state-{_root_key(root)}.json"
 
 
-def _dir_writable(directory: Path) -> bool:
-    probe = directory
-    while not probe.exists():
-        if probe.parent == probe:
-            return False
-        probe = probe.parent
-    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
-
-
 def choose_state_path(root: Path) -> Path:
-    """Where a new session on ``root`` keeps its state file (see the module docstring)."""
-    in_root, per_user = state_locations(root)
-    return in_root if _dir_writable(in_root.parent) else per_user
+    """Where every session on ``root`` keeps its state file and lock (see the module
+    docstring)."""
+    return root / STATE_IN_ROOT
+
+
+STATE_DIR_HELP = (
+    "Every session of a board keeps its lock and journal in that one directory, so two "
+    "sessions never pin the board at once. Make it writable for the users who run sessions, "
+    "e.g. with a tmpfiles.d rule (/etc/tmpfiles.d/edgeenergy.conf):\n"
+    "  d /var/lib/edgeenergy 2775 root edgeenergy -\n"
+    "then `sudo systemd-tmpfiles --create` (members of group edgeenergy may then pin); or "
+    "run as root. A session that only measures (no --power-mode, --*-freq, --cpu-cores, "
+    "--governor) may run without it, unprotected."
+)
+
+
+def state_dir_problem(root: Path) -> str | None:
+    """Why the board's state directory cannot hold the lock and journal (it cannot be
+    created or written, or it resolves outside the board); None when it can."""
+    directory = (root / STATE_IN_ROOT).parent
+    if not os.path.realpath(directory).startswith(os.path.realpath(root).rstrip("/") + "/"):
+        return f"resolves to {os.path.realpath(directory)}, outside the board under {root}"
+    if directory.exists() and not directory.is_dir():
+        return "is not a directory"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot be created ({exc.strerror or exc})"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        why = "read-only file system" if _read_only(directory) else "no write permission"
+        return f"cannot be written by uid {os.geteuid()} ({why})"
+    return None
+
+
+def _read_only(directory: Path) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _lock_path(state_path: Path) -> Path:
@@ -207,8 +250,10 @@ class StateLock:
         """Our locked descriptor, or the holder's record when the lock is taken; (None,
         None): the holder let go meanwhile, try again."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.root is not None and self.path.parent == (self.root / STATE_IN_ROOT).parent:
+            check_inside(self.path.parent, self.root, "the lock file in")
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT, 0o644, what="the lock file")
         except FileNotFoundError:  # a holder leaving removed the empty directory
             return None, None
         try:
@@ -382,22 +427,38 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def save_state(path: Path, snapshot: Snapshot) -> None:
-    """Write the state file atomically (temp file, fsync, rename, fsync the directory)."""
+    """Write the state file atomically (temp file, fsync, rename, fsync the directory).
+
+    The temp file is created exclusively and never through a link (a leftover of the same
+    name is removed first); the rename replaces whatever is at ``path``, a link included,
+    never the file a link points to."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     data = json.dumps(snapshot.to_json(), separators=(",", ":")).encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, what="the state file")
     try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     _fsync_dir(path.parent)
 
 
 def load_state(path: Path) -> Snapshot | None:
     """The snapshot in ``path``, None when there is none; :class:`StateFileError` if bad."""
+    if path.is_symlink():
+        raise StateFileError(
+            f"{path}: the state file is a symbolic link (to {os.readlink(path)}); "
+            "refusing to read or restore from it: remove it and run again"
+        )
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -576,7 +637,13 @@ def restore_snapshot(
             continue
         path = root / f.rel
         if ".." in Path(f.rel).parts or not knobs.allows(path):
-            report.skipped.append(f"{f.rel} (not a discovered knob file: left alone)")
+            if f.rel in written:  # we changed it and may not put it back: never silent
+                report.failures.append(
+                    f"/{f.rel}: changed by this session but not a knob file inside the board "
+                    "now (a link or outside its sysfs): not written back"
+                )
+            else:
+                report.skipped.append(f"{f.rel} (not a discovered knob file: left alone)")
             continue
         wanted[f.rel] = f.content
 
@@ -638,20 +705,6 @@ def _show(content: bytes | None) -> str:
     return "(unreadable)" if content is None else repr(content.decode(errors="replace").strip())
 
 
-@contextlib.contextmanager
-def _signals_blocked() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM while restoring, so a second Ctrl-C cannot interrupt it; a
-    signal that arrives meanwhile is delivered right after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
 def restore_leftover(
     root: Path,
     *,
@@ -678,7 +731,7 @@ def restore_leftover(
             if snapshot is None:
                 continue
             knobs = knob_set(board if board is not None else root)
-            with _signals_blocked():
+            with signals_held():
                 report = restore_snapshot(
                     snapshot, knobs, state_path=path, dry_run=dry_run, out=out
                 )
@@ -714,8 +767,9 @@ class _JournalRunner:
 
     def write(self, step: Write) -> None:
         s = self._session
+        s._refuse_unprotected()
         s.knobs.check_writable(step.path)
-        with _signals_blocked():
+        with signals_held():
             snapshot = s.ensure_snapshot()
             rel = s.knobs.rel(step.path)
             saved = snapshot.file(rel)
@@ -737,7 +791,8 @@ class _JournalRunner:
 
     def call(self, step: ToolCall) -> ToolResult | None:
         s = self._session
-        with _signals_blocked():
+        s._refuse_unprotected()
+        with signals_held():
             snapshot = s.ensure_snapshot()
             snapshot.calls.append(list(step.argv))
             if step.input is not None and step.input.strip().upper() == "YES":
@@ -792,6 +847,9 @@ class Session:
         self._previous: dict[int, SignalHandler] = {}
         self._active = False
         self._atexit_registered = False
+        self.unprotected: str | None = None
+        """Why this session holds no lock (its state directory cannot be written): it may
+        measure but not pin. None when it holds the board's lock."""
 
     # -- lifecycle
 
@@ -803,13 +861,31 @@ class Session:
         self.close()
 
     def start(self) -> None:
-        """Lock, restore a leftover from a killed session, install the handlers."""
+        """Lock, restore a leftover from a killed session, install the handlers.
+
+        When the board's state directory cannot be written the session starts unprotected
+        (:attr:`unprotected` says why, and a line says so): it may measure, but every change
+        is refused with :class:`StateDirError`."""
         if self._active:
             return
         if not self.dry_run:
-            self._lock.acquire(timeout_s=self.lock_timeout_s, on_wait=self._on_lock_wait)
+            problem = (
+                state_dir_problem(self.knobs.root)
+                if self.state_path == (self.knobs.root / STATE_IN_ROOT)
+                else None
+            )
+            if problem is not None:
+                self.unprotected = self._state_dir_message(problem)
+                self._say(
+                    f"WARNING: {self.unprotected}; this session only measures and is NOT "
+                    "protected against a concurrent session that pins the board"
+                )
+            else:
+                self._lock.acquire(timeout_s=self.lock_timeout_s, on_wait=self._on_lock_wait)
+                remove_stale_temps(self.state_path.parent, suffix=self.state_path.name)
         try:
-            self._restore_leftovers()
+            if self.unprotected is None:
+                self._restore_leftovers()
         except BaseException:
             self._lock.release(remove=False)
             raise
@@ -830,7 +906,7 @@ class Session:
             if other is not None:
                 other.acquire()
             try:
-                with _signals_blocked():
+                with signals_held():
                     report = restore_snapshot(
                         snapshot, self.knobs, state_path=path, dry_run=self.dry_run, out=self.out
                     )
@@ -862,6 +938,17 @@ class Session:
             raise RestoreError(report.message)
         return report
 
+    def _state_dir_message(self, problem: str) -> str:
+        directory = self.state_path.parent
+        return f"the board's lock and journal directory {directory} {problem}"
+
+    def _refuse_unprotected(self) -> None:
+        if self.unprotected is not None and not self.dry_run:
+            raise StateDirError(
+                f"refusing to pin the board under {self.knobs.root}: {self.unprotected}.\n"
+                f"{STATE_DIR_HELP}"
+            )
+
     def _release(self) -> None:
         if self._lock.held:
             self._lock.release(remove=not self.state_path.exists())
@@ -881,6 +968,8 @@ class Session:
         """Take and save the snapshot if this is the first change."""
         if self._snapshot is None:
             self._snapshot = capture(self.knobs)
+            if self.unprotected is not None:
+                return self._snapshot  # nothing may be changed: nothing to journal
             if not self.dry_run:
                 self.save()
         return self._snapshot
@@ -924,12 +1013,23 @@ class Session:
         return apply_point(point, self.knobs, self, raise_on_mismatch=raise_on_mismatch)
 
     def check_privileges(self, points: Sequence[OperatingPoint]) -> None:
-        """On a real board, one :class:`PrivilegeError` listing every file ``points`` need
-        that this process cannot write (call it before any test runs)."""
+        """Before any test runs: :class:`StateDirError` when this session may not pin (no
+        lock), :class:`UnknownKnobFile` for a knob file the points need that is a link or
+        resolves outside the board, and on a real board one :class:`PrivilegeError` listing
+        every file ``points`` need that this process cannot write."""
         files: list[Path] = []
         for point in points:
             files += files_for(point, self.knobs)
         needs_nvpmodel = any(p.power_mode is not None for p in points)
+        if files or needs_nvpmodel:
+            self._refuse_unprotected()
+        for path in dict.fromkeys(files):
+            self.knobs.check_writable(path)  # a link or outside the board: refused now
+        if needs_nvpmodel and self.knobs.nvpmodel_conf is not None:
+            knob = NvpmodelKnob(self.knobs)
+            for point in points:
+                if point.power_mode is not None:
+                    knob.check_inside(knob.resolve(point.power_mode))
         check_privileges(self.knobs, list(dict.fromkeys(files)), needs_nvpmodel=needs_nvpmodel)
 
     def restore(self) -> RestoreReport | None:
@@ -938,7 +1038,10 @@ class Session:
         snapshot = self._snapshot
         if snapshot is None:
             return None
-        with _signals_blocked():
+        if self.unprotected is not None:  # it changed nothing; the board may be another's
+            self._snapshot = None
+            return None
+        with signals_held():
             report = restore_snapshot(
                 snapshot,
                 self.knobs,

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TextIO
 
+from ..safefs import open_nofollow
+
 
 @dataclass(frozen=True)
 class Write:
@@ -82,8 +84,9 @@ def read_value(path: Path) -> str | None:
 
 
 def write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` in one ``write`` call (sysfs wants that); never creates a file."""
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    """Write ``data`` in one ``write`` call (sysfs wants that); never creates a file and
+    never writes through a final symbolic link (:class:`~pytest_edgeenergy.safefs.OutsideError`)."""
+    fd = open_nofollow(path, os.O_WRONLY | os.O_TRUNC, what="the knob file")
     try:
         written = os.write(fd, data)
         if written != len(data):

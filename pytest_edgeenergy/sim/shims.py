@@ -28,6 +28,7 @@ from ..board.nvpmodel import (
 )
 from ..board.sysfs import format_cpu_list
 from ..errors import EdgeEnergyError
+from ..safefs import resolves_inside
 from .files import write_knob
 from .hostload import HostLoad
 from .models import NC, BoardModel, get_model
@@ -146,7 +147,19 @@ def _gating_changes(conf: NvpmodelConf, mode: PowerMode, root: Path) -> list[str
 
 
 def apply_mode(root: Path, conf: NvpmodelConf, mode: PowerMode, model: BoardModel) -> None:
-    """Write every setting of ``mode`` under ``root`` (in conf order) and record the mode."""
+    """Write every setting of ``mode`` under ``root`` (in conf order) and record the mode.
+
+    A virtual board is a tree the user owns, often written as root: a PARAM path that
+    leaves it (``/sys/../../x``, or through a link) fails the whole mode before any write."""
+    for setting in mode.settings:
+        param = conf.params.get(setting.param)
+        path = param.path_for(setting.arg, root) if param is not None else None
+        if path is not None and not resolves_inside(path, root):
+            raise ShimError(
+                f"NVPM ERROR: PARAM {setting.param}: ARG {setting.arg}: PATH "
+                f"{param.args.get(setting.arg) if param else path} resolves outside the virtual "
+                f"board {root}\nNVPM ERROR: failed to set power mode!"
+            )
     for setting in mode.settings:
         param = conf.params.get(setting.param)
         if param is None:
