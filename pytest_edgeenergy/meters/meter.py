@@ -17,6 +17,7 @@ whatever the sampling interval, and never waits for the sampler.
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -183,10 +184,30 @@ class Meter:
             valid=result.valid and result.total.mean_w_estimate is not None,
             invalid_reason=result.invalid_reason,
             duration_s=result.duration_s,
+            spread_w=self._total_spread_w(result),
         )
         if baseline.valid:
             self._idle = baseline
         return baseline
+
+    def _total_spread_w(self, result: WindowResult) -> float | None:
+        """Population stdev of the total power over the samples of ``result``, W; None for
+        a counter source (energy, not power, per sample) or fewer than two samples."""
+        ctx = self._ctx
+        if ctx.quantity != "power_w":
+            return None
+        if ctx.total_method == "rail" and ctx.total_channel is not None:
+            wanted = {ctx.total_channel}
+        else:
+            wanted = set(ctx.sum_channels if ctx.sum_channels is not None else ctx.channels)
+        columns = [c for c, name in enumerate(ctx.channels) if name in wanted]
+        data = self.sampler.slice_between(result.start_s, result.end_s, pad=0)
+        totals = [
+            sum(vals)
+            for vals in zip(*(data.values[c] for c in columns), strict=True)
+            if all(math.isfinite(v) for v in vals)
+        ]
+        return statistics.pstdev(totals) if len(totals) >= 2 else None
 
     # ---- windows ---------------------------------------------------------------------
     def begin(self, label: str = "window") -> Window:

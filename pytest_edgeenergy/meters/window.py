@@ -36,6 +36,9 @@ class IdleBaseline:
     valid: bool
     invalid_reason: str | None = None
     duration_s: float = 0.0
+    spread_w: float | None = None
+    """Population standard deviation of the total power over the idle samples, W (None for
+    a counter source or fewer than two samples): a large one says the board was not idle."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,6 +48,7 @@ class IdleBaseline:
             "valid": self.valid,
             "invalid_reason": self.invalid_reason,
             "seconds": _num(self.duration_s),
+            "spread_w": _num(self.spread_w),
         }
 
 

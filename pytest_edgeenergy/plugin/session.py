@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..control.operating_point import ApplyResult, OperatingPoint
     from ..control.state import Session as ControlSession
     from ..meters.meter import IdleBaseline, Meter, Window, WindowResult
+    from ..report.writer import ReportIncomplete
     from .records import TestEnergy
 
 __all__ = ["BoardSetupError", "EnergySession", "OpenWindow"]
@@ -86,6 +87,13 @@ class EnergySession:
         self.gate_overrides: dict[str, list[str]] = {}
         self.gate_lines: list[str] = []
         self.report_errors: list[str] = []
+        self.lost_results: list[str] = []
+        """Tests whose result could not be recorded at all (the run fails)."""
+        self.report_incomplete: ReportIncomplete | None = None
+        """Set when the final report write failed (the run fails)."""
+        self._last_write_failure: str | None = None
+        self.unprotected: str | None = None
+        """Why this session holds no board lock (it could only measure); None when it does."""
         self._benches: dict[str, EdgeBench] = {}
         self._benchmarks: dict[str, Any] = {}
         """pytest-benchmark's ``benchmark`` fixture of each test using it with ours."""
@@ -174,6 +182,7 @@ class EnergySession:
             )
             raise self._busy from None
         self.control = ctl
+        self.unprotected = ctl.unprotected
         self._stack.callback(self.restore_board)
 
     def restore_board(self) -> None:
@@ -237,40 +246,88 @@ class EnergySession:
         return rec
 
     def finish_test(self, nodeid: str) -> None:
-        """Called after a test's teardown: the report on disk gains this test at once."""
+        """Called after a test's teardown: the report on disk gains this test at once. A
+        failed write keeps the result (the writer holds it and rescues it) and is said
+        once per cause; a result that cannot be kept at all fails the run."""
         if not self._open or nodeid not in self.tests or self._writer is None:
             return
+        from ..report.writer import ReportWriteError
         from .report_sink import test_entry
 
         try:
             self._writer.add_test(test_entry(self.tests[nodeid]))
-        except (OSError, ValueError) as e:
-            # The measurement stays in memory and in the summary; the run goes on.
-            self.report_errors.append(f"{nodeid}: not written to the report: {e}")
+        except ReportWriteError as e:
+            self._report_write_failed(str(e))
+        except (OSError, ValueError) as e:  # not a result the report can hold: lost
+            self.lost_results.append(nodeid)
+            self._report_write_failed(f"{nodeid}: cannot be recorded in the report: {e}")
+
+    def _report_write_failed(self, message: str) -> None:
+        """Say a failed write at once, but only the first time for each cause."""
+        cause = self._writer.failure if self._writer is not None else None
+        if cause is not None and cause == self._last_write_failure:
+            return
+        self._last_write_failure = cause
+        self.report_errors.append(message)
+        self.notify(f"edgeenergy: REPORT ERROR: {message}")
 
     def update_report(self, **fields: Any) -> None:
         """Rewrite the report's header fields (the search section after each trial); a
         failed write is reported like a test's and the run goes on."""
         if self._writer is None:
             return
+        from ..report.writer import ReportWriteError
+
         try:
             self._writer.update_header(**fields)
-        except (OSError, ValueError) as e:
+        except ReportWriteError as e:
+            self._report_write_failed(str(e))
+        except ValueError as e:
             self.report_errors.append(f"report header not written: {e}")
 
     def finish_report(self) -> Path | None:
         """Mark the report finished; returns its path (None when no test was recorded: then
-        no report file was written)."""
+        no report file was written). When the final write fails :attr:`report_incomplete`
+        says what the file lacks and where the rescue copy is."""
         if self._writer is None:
             return None
         if self._writer.test_count == 0:
             self.report_path = None
             return None
+        import contextlib
+
+        from ..report.writer import ReportIncomplete, ReportWriteError
+        from .run_warnings import run_warnings
+
         try:
+            warnings = run_warnings(self)
+            if warnings:  # kept in the header even when this write fails: finish() retries
+                with contextlib.suppress(ReportWriteError):
+                    self._writer.update_header(warnings=warnings)
             self._writer.finish()
-        except OSError as e:
-            self.report_errors.append(f"report not finished: {e}")
+        except ReportIncomplete as e:
+            self.report_incomplete = e
         return self.report_path
+
+    def lost_line(self) -> str | None:
+        """One line when results measured in this run are not in the report file (or were
+        not kept at all); None when the report holds every result."""
+        parts: list[str] = []
+        inc = self.report_incomplete
+        if inc is not None:
+            parts.append(str(inc))
+            if inc.rescue is None and self._writer is not None:
+                parts.append("the complete report follows on stderr")
+        if self.lost_results:
+            from ..words import counted
+
+            parts.append(
+                f"{counted(len(self.lost_results), 'result')} could not be recorded at all: "
+                + ", ".join(self.lost_results)
+            )
+        if not parts:
+            return None
+        return "edgeenergy: REPORT INCOMPLETE: " + "; ".join(parts)
 
     def begin(self, nodeid: str, label: str) -> OpenWindow:
         """Open an energy window attributed to test ``nodeid``; ``.end()`` closes it."""
@@ -460,7 +517,23 @@ class EnergySession:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Restore the board before the summary, so a failed restore is reported loudly;
-        then finish the report and run the gate."""
+        then finish the report and run the gate. SIGINT/SIGTERM wait until all of that is
+        done: a Ctrl-C here ends the run as interrupted, cleanly, after it."""
+        from ..safefs import signals_held, take_pending_signal
+
+        with signals_held():
+            self._finish_session(session)
+            signum = take_pending_signal()
+        if signum is not None:
+            import signal
+
+            self.notify(
+                f"edgeenergy: {signal.Signals(signum).name} received while finishing: the "
+                "board was restored and the report written first; the run ends as interrupted"
+            )
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+
+    def _finish_session(self, session: pytest.Session) -> None:
         from ..control.errors import RestoreError
 
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -471,6 +544,19 @@ class EnergySession:
                 tr.write_line(f"edgeenergy: BOARD NOT RESTORED: {e}", red=True, bold=True)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         path = self.finish_report()
+        if self.lost_line() is not None:
+            if self.report_incomplete is not None and self.report_incomplete.rescue is None:
+                assert self._writer is not None
+                print(self._writer.document(), file=sys.stderr, flush=True)
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            gate = self.gate
+            if gate is not None and (gate.baseline is not None or gate.save_baseline is not None):
+                # a verdict or a baseline from a report that lacks results would mislead
+                self.gate_lines = [
+                    "gate not run and no baseline saved: the report lacks results "
+                    "(REPORT INCOMPLETE)"
+                ]
+            return
         if path is None or self.gate is None:
             return
         from .gating import exit_status, run_gate
@@ -499,6 +585,9 @@ class EnergySession:
             terminalreporter.write_sep("=", "energy gate")
             for line in self.gate_lines:
                 terminalreporter.write_line(line)
+        lost = self.lost_line()
+        if lost is not None:
+            terminalreporter.write_line(lost, red=True, bold=True)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.close()

@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..words import counted
+from .run_warnings import RunView, run_warnings
 
 if TYPE_CHECKING:
     from ..board.detect import Board
-    from ..meters.meter import IdleBaseline, WindowResult
-    from .records import TestEnergy
+    from ..meters.meter import WindowResult
 
 
-class SessionView(Protocol):
+class SessionView(RunView, Protocol):
     """What the summary reads of a session (:class:`.session.EnergySession` is one)."""
 
     @property
     def board(self) -> Board | None: ...
-
-    @property
-    def idle(self) -> IdleBaseline | None: ...
-
-    @property
-    def tests(self) -> Mapping[str, TestEnergy]: ...
 
     @property
     def point_order(self) -> Sequence[str]: ...
@@ -65,7 +59,7 @@ def summary_lines(es: SessionView) -> list[str]:
     rows = [("test", "window", "status", "s", "energy J", "net J", "mean W", "samples", "valid")]
     benched = skipped = 0
     for rec in es.tests.values():
-        if rec.metrics is not None:  # edge_bench tests: see the benchmark table
+        if rec.metrics is not None and rec.extra.get("runs"):  # in the benchmark table
             benched += 1
             continue
         if not rec.windows:
@@ -101,6 +95,7 @@ def summary_lines(es: SessionView) -> list[str]:
         )
     if skipped:
         out.append(f"{counted(skipped, 'test')} skipped before measuring (reasons: pytest -rs)")
+    out.extend(f"WARNING: {w['message']}" for w in run_warnings(es))
     if es.point_order:
         out.append("operating points in run order: " + " -> ".join(es.point_order))
     if es.report_path is not None:
