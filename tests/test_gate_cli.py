@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_edgeenergy.report.compare import compare_main
+from pytest_edgeenergy.report.model import Metric, make_metric
 from pytest_edgeenergy.report.synthetic import synthetic_report
 
 FAIL = "energy_per_item:mean:5%"
@@ -42,11 +43,14 @@ def _scaled(report: dict[str, Any], factor: float, *, hours: int = 1) -> dict[st
     out["started_at"] = (T0 + timedelta(hours=hours)).isoformat().replace("+00:00", "Z")
     for test in out["tests"]:
         metric = test["metrics"]["energy_per_item"]
-        metric["samples"] = [x * factor for x in metric["samples"]]
-        metric["value"] *= factor
-        for key in ("mean", "median", "min", "max"):
-            metric["stats"][key] *= factor
+        test["metrics"]["energy_per_item"] = _times(metric, factor)
     return out
+
+
+def _times(metric: dict[str, Any], factor: float) -> Metric:
+    """``metric`` with every sample times ``factor`` and its stats recomputed: a report's
+    stats must follow from its samples."""
+    return make_metric("energy_per_item", [x * factor for x in metric["samples"]])
 
 
 def _quick_suite() -> dict[str, Any]:
@@ -218,9 +222,7 @@ def test_summary_counts_singular_and_plural(
     base = _save(tmp_path / "a.json", report)
     new = _scaled(report, 1.0)
     for test in new["tests"][:2]:
-        metric = test["metrics"]["energy_per_item"]
-        metric["samples"] = [x * 1.5 for x in metric["samples"]]
-        metric["stats"]["mean"] *= 1.5
+        test["metrics"]["energy_per_item"] = _times(test["metrics"]["energy_per_item"], 1.5)
     two = _save(tmp_path / "b.json", new)
     code, out, _ = _run(capsys, base, two, "--fail", FAIL)
     assert code == 1

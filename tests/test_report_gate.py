@@ -187,13 +187,18 @@ def test_three_against_three_cannot_reach_significance() -> None:
     assert four.failed
 
 
-def test_noise_without_shift_is_not_significant() -> None:
+def test_noise_wider_than_the_threshold_is_insufficient_not_within() -> None:
+    # Repeats spreading ~15 % cannot show a 2 % change either way: "within" would be a
+    # verdict the repeats cannot give (it was, before: a lenient gate passed it silently).
     base, new = _pair(1.0, repeats=10, noise=0.15)
     verdict = evaluate(base, new, ["energy_per_item:mean:2%"])
     over = [r for r in verdict.rows if r.p_value is not None]
     assert over, "the noise should push some means over 2 %"
     assert not verdict.failed
-    assert all(r.verdict == "within" and "not significant" in r.note for r in over)
+    assert all("not significant" in r.note for r in over)
+    assert {r.verdict for r in verdict.rows} == {"insufficient"}
+    assert all("more than the 2% threshold" in r.note for r in verdict.rows)
+    assert evaluate(base, new, ["energy_per_item:mean:2%"], strict=True).failed
 
 
 def test_improvement_is_listed_and_does_not_fail() -> None:
@@ -346,7 +351,10 @@ def test_several_runs_judge_by_their_spread_and_pool_it() -> None:
     wild = [_times(r, f, h, tests=1) for h, (r, f) in enumerate(zip(runs, factors, strict=True))]
     judged = evaluate(wild[::-1], _times(base, 1.2, 9), ["energy_per_item:mean:5%"])
     by_test = {r.test_id: r for r in judged.rows}
-    assert by_test[base["tests"][0]["id"]].verdict == "within"
+    # ~25 % between runs: +20 % is inside that noise, and so wide a spread cannot tell a
+    # 5 % change either: insufficient, not within.
+    assert by_test[base["tests"][0]["id"]].verdict == "insufficient"
+    assert "the runs spread more than the 5% threshold" in by_test[base["tests"][0]["id"]].note
     assert by_test[base["tests"][1]["id"]].verdict == "regression"
 
 
@@ -456,12 +464,35 @@ def _reference_evaluate(
     exprs: list[GateExpr],
     overrides: dict[str, list[GateExpr]],
 ) -> list[tuple[Any, ...]]:
-    """The gate's rows as first written, reading whole test entries (fingerprints equal)."""
+    """The gate's rows as first written, reading whole test entries (fingerprints equal),
+    and repeats spreading more than the threshold insufficient (issue 19)."""
 
     def statistic(metric: dict[str, Any], name: str) -> float | None:
         stats = metric.get("stats")
         value = stats.get(name) if stats else metric.get("value")
         return float(value) if value is not None else None
+
+    def too_spread(e: GateExpr, *metrics: dict[str, Any]) -> tuple[str, str] | None:
+        """Repeats spreading more than the threshold on either side: they cannot tell."""
+        sides = []
+        for side, metric in zip(("baseline", "new"), metrics, strict=True):
+            stats = metric.get("stats")
+            if not stats or stats["stdev"] is None:
+                continue
+            sd, mean = stats["stdev"], stats["mean"]
+            if not e.relative:
+                sides.append((side, sd, f"{sd:.3g}{e.family}"))
+            else:
+                spread = sd / abs(mean) if mean else (math.inf if sd > 0 else 0.0)
+                sides.append((side, spread, f"{spread * 100:.2g} %"))
+        if not any(spread > e.threshold for _, spread, _ in sides):
+            return None
+        words = " and ".join(f"{text} ({side})" for side, _, text in sides)
+        note = (
+            f"the repeats spread {words}, more than the {e.threshold_text} threshold: they "
+            "cannot show a change of that size"
+        )
+        return "insufficient", note
 
     def judge(tid: str, e: GateExpr, base: dict[str, Any], new: dict[str, Any]) -> tuple[Any, ...]:
         head = (tid, e.metric, e.statistic, e.threshold_text)
@@ -483,8 +514,9 @@ def _reference_evaluate(
             over = (b != 0 and abs(delta) > e.threshold * abs(b)) or (b == 0 and delta != 0)
         else:
             over = abs(delta) > e.threshold
+        spread = too_spread(e, base_metric, new_metric)
         if not over:
-            return (*head, b, n, change, None, "within", "")
+            return (*head, b, n, change, None, *(("within", "") if spread is None else spread))
         bs, ns = base_metric.get("samples") or [], new_metric.get("samples") or []
         if min(len(bs), len(ns)) < 3 or 1.0 / math.comb(len(bs) + len(ns), len(ns)) >= 0.05:
             note = (
@@ -497,7 +529,10 @@ def _reference_evaluate(
         alternative = "greater" if higher_worse == worse else "less"
         p = float(mannwhitneyu(list(ns), list(bs), alternative=alternative).pvalue)
         if p >= 0.05:
-            return (*head, b, n, change, p, "within", f"change not significant (p={p:.3g})")
+            note = f"change not significant (p={p:.3g})"
+            if spread is not None:
+                return (*head, b, n, change, p, "insufficient", f"{note}; {spread[1]}")
+            return (*head, b, n, change, p, "within", note)
         return (*head, b, n, change, p, "regression" if worse else "improvement", "")
 
     base_tests = {(t["id"], op_key(t["params"])): t for t in base_report["tests"]}

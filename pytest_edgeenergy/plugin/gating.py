@@ -3,6 +3,7 @@ checked before any test runs, its verdict at the end."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -30,7 +31,8 @@ def _expr_problem(text: str) -> str | None:
 def check_options(gate: GateSettings) -> None:
     """Raise :class:`pytest.UsageError` for a gate that cannot work: an expression that does
     not parse or names a metric no result can carry (with a did-you-mean), a baseline file
-    that does not exist, a baseline directory to save into that is a file."""
+    that does not exist, a baseline directory to save into that is a file, lies below a
+    file or cannot be written."""
     for text in gate.fail:
         problem = _expr_problem(text)
         if problem is not None:
@@ -45,6 +47,25 @@ def check_options(gate: GateSettings) -> None:
     target = gate.save_baseline
     if target is not None and target.exists() and not target.is_dir():
         raise pytest.UsageError(f"--edge-save-baseline {target}: not a directory")
+    problem = _save_problem(target) if target is not None else None
+    if problem is not None:
+        raise pytest.UsageError(f"--edge-save-baseline {target}: {problem}")
+
+
+def _save_problem(target: Path) -> str | None:
+    """Why no baseline can be saved into ``target``, as seen before any test runs (its
+    nearest existing ancestor is a file, or cannot be written), or None."""
+    probe = target
+    while not probe.exists():  # also False below a regular file (ENOTDIR)
+        if probe.parent == probe:
+            return None
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"cannot be created: {probe} is a file, not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        where = "it" if probe == target else str(probe)
+        return f"cannot be written: {where} is not writable by this user"
+    return None
 
 
 def check_markers(items: Iterable[pytest.Item]) -> None:
@@ -69,49 +90,79 @@ def run_gate(
 
     A baseline of another device is never used, and a missing or empty baseline directory
     is "no baseline yet": messages, not failures. An expression naming a metric no result
-    carries is a usage error.
+    carries, and baselines of which none can be used (unreadable, or a total defined
+    otherwise than this run's), are usage errors. A baseline asked for and not saved fails
+    the session, with one line naming the directory and the report.
     """
     from ..report.baselines import save_baseline
-    from ..report.gate import GateExprError, gate_against, render_verdict
-    from ..report.load import ReportError, load_report
+    from ..report.load import ReportError
 
     lines: list[str] = []
     outcome: Outcome = "passed"
     if gate.baseline is not None and (gate.fail or overrides):
-        try:
-            report = load_report(report_path)
-            verdict = gate_against(
-                gate.baseline,
-                report,
-                gate.fail,
-                overrides,
-                strict=gate.fail_insufficient,
-            )
-        except GateExprError as e:
-            lines.append(f"edgeenergy gate: usage error: {e}")
-            outcome = "usage error"
-        except (ReportError, OSError) as e:
-            lines.append(f"edgeenergy gate: {e}")
-            outcome = "failed"
-        else:
-            lines.append(render_verdict(verdict, "table"))
-            if verdict.failed:
-                outcome = "failed"
-                lines.append(f"edgeenergy gate: FAILED ({verdict.failure_reason()})")
-            else:
-                lines.append("edgeenergy gate: passed")
+        outcome = _gate(gate, overrides, report_path, lines)
     if gate.save_baseline is not None:
         try:
             saved = save_baseline(report_path, gate.save_baseline)
             lines.append(f"edgeenergy: baseline saved to {saved}")
         except (ReportError, OSError) as e:
-            lines.append(f"edgeenergy: baseline not saved: {e}")
+            lines.append(_not_saved(gate.save_baseline, report_path, e))
+            if outcome == "passed":
+                outcome = "failed"
     return outcome, lines
+
+
+def _gate(
+    gate: GateSettings, overrides: Mapping[str, Sequence[str]], report_path: Path, lines: list[str]
+) -> Outcome:
+    """The gate's verdict on this run's report, its lines appended to ``lines``. A baseline
+    that cannot be used (unreadable, no usable one in a directory, a total defined otherwise)
+    is bad input, a usage error; so is an expression no result carries."""
+    from ..report.gate import GateExprError, gate_against, render_verdict
+    from ..report.load import ReportError, load_report
+
+    baseline = gate.baseline
+    assert baseline is not None  # run_gate gates only with a baseline
+    try:
+        report = load_report(report_path)
+    except ReportError as e:
+        lines.append(f"edgeenergy gate: this run's report cannot be read: {e}")
+        return "failed"
+    try:
+        verdict = gate_against(
+            baseline, report, gate.fail, overrides, strict=gate.fail_insufficient
+        )
+    except (GateExprError, ReportError) as e:  # a ReportError here is a baseline's
+        lines.append(f"edgeenergy gate: usage error: {e}")
+        return "usage error"
+    except OSError as e:
+        lines.append(f"edgeenergy gate: {baseline}: {e.strerror or e}")
+        return "failed"
+    lines.append(render_verdict(verdict, "table"))
+    if verdict.failed:
+        lines.append(f"edgeenergy gate: FAILED ({verdict.failure_reason()})")
+        return "failed"
+    lines.append("edgeenergy gate: passed")
+    return "passed"
+
+
+def _not_saved(directory: Path, report_path: Path, error: Exception) -> str:
+    """The one line saying a baseline asked for was not saved, and where the report is."""
+    if isinstance(error, OSError):
+        where = f" ({error.filename})" if error.filename else ""
+        why = f"{error.strerror or error}{where}"
+    else:
+        why = str(error)
+    return (
+        f"edgeenergy: BASELINE NOT SAVED to {directory}: {why}; the report is {report_path} "
+        f"(copy it into {directory} by hand, or fix the directory and run again)"
+    )
 
 
 def exit_status(outcome: Outcome, status: int | pytest.ExitCode) -> int | pytest.ExitCode:
     """The session's exit status after the gate: a usage error wins over passed and failed
-    tests, a failed gate over passed tests; interruptions and internal errors are kept."""
+    tests, a failed gate (or a baseline not saved) over passed tests; interruptions and
+    internal errors are kept."""
     ok: Sequence[int] = (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
     if outcome == "usage error" and status in (*ok, pytest.ExitCode.TESTS_FAILED):
         return pytest.ExitCode.USAGE_ERROR

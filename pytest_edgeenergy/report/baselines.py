@@ -3,14 +3,22 @@
 A directory is searched for the reports of the new run's device (fingerprint); the newest
 :data:`BASELINE_RUNS` of them are the baseline, so the gate sees their run-to-run spread.
 A directory that does not exist yet or holds no report is "no baseline yet" (the first run
-of a CI job), not an error; ``--edge-save-baseline`` creates it.
+of a CI job), not an error; ``--edge-save-baseline`` creates it. A directory whose reports
+are all unusable (truncated, empty, a newer schema) or not comparable with the new run is
+an error (:class:`BaselineError`), never "no baseline": the gate would pass unjudged.
+
+Two runs of one device are comparable when their total energy is defined alike
+(:func:`total_definition`): the same total rail, or the sum of the same rails, and the same
+power source when both runs named one (``--edge-source``). The device fingerprint leaves
+this out on purpose, so that older baselines keep matching; a baseline whose total differs
+is skipped with a message saying so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_edgeenergy.report.load import ReportError, load_report, require_tests
 from pytest_edgeenergy.report.model import device_label, device_slug, parse_timestamp
@@ -20,6 +28,45 @@ BASELINE_RUNS = 5
 """How many of a device's newest reports in a baseline directory the gate reads."""
 
 Found = tuple[Path, dict[str, Any]]
+
+
+class BaselineError(ReportError):
+    """Baselines were found but none can be used (unreadable, empty, a newer schema, or a
+    total defined otherwise than this run's): a usage error, never a first run."""
+
+
+class TotalDefinition(NamedTuple):
+    """How a run's total energy is formed: ``total`` in words (the rail measuring the
+    board's input, or the sum of which rails) and the power source the run named (None:
+    chosen automatically, not recorded)."""
+
+    total: str
+    source: str | None
+
+    def describe(self) -> str:
+        return self.total + (f" read with source {self.source}" if self.source else "")
+
+
+def total_definition(report: Mapping[str, Any]) -> TotalDefinition:
+    """The :class:`TotalDefinition` of a report (its header is enough)."""
+    device = report["device"]
+    total = device["total"]
+    if total["method"] == "rail":
+        words = f"the {total['rail']} rail"
+    else:
+        rails = sorted(r["name"] for r in device["rails"] if not r["is_total"])
+        words = f"the sum of rails {', '.join(rails)}" if rails else "the sum of all rails"
+    source = (report.get("settings") or {}).get("edge_source")
+    named = str(source).strip().lower() if source is not None else ""
+    return TotalDefinition(words, None if named in ("", "auto") else named)
+
+
+def not_comparable(base: TotalDefinition, new: TotalDefinition) -> str | None:
+    """Why a baseline whose total is ``base`` cannot judge a run whose total is ``new``
+    (``total is X, this run's is Y``), or None when they are comparable."""
+    if base.total == new.total and (base.source is None or new.source in (None, base.source)):
+        return None
+    return f"total is {base.describe()}, this run's is {new.describe()}: not comparable"
 
 
 def _started(report: Mapping[str, Any]) -> float:
@@ -38,13 +85,16 @@ def find_baselines(
 ) -> tuple[list[Found], list[str]]:
     """The baseline reports for ``new_report``'s device, newest first: ``baseline`` itself
     when it is a file, else the newest ``runs`` reports in that directory with the same
-    device fingerprint (other runs than ``new_report``'s, holding tests).
+    device fingerprint and total definition (other runs than ``new_report``'s, holding
+    tests).
 
     Returns ``(found, messages)``; ``found`` is empty when there is no baseline for this
     device or none yet (not an error). A missing path ending in ``.json`` and a baseline
-    *file* that is not a valid report raise :class:`ReportError`; unreadable files in a
-    directory are skipped with a message. ``load`` reads a report (a caching one when called
-    often); ``new_report`` needs only its header (``device``, ``run_id``).
+    *file* that is not a valid report raise :class:`ReportError`; a directory whose
+    candidates are all unusable or not comparable raises :class:`BaselineError` naming
+    each file and why (some usable ones: the others are skipped with a message). ``load``
+    reads a report (a caching one when called often); ``new_report`` needs only its header
+    (``device``, ``run_id``, ``settings``).
     """
     messages: list[str] = []
     fingerprint = new_report["device"]["fingerprint"]
@@ -54,6 +104,7 @@ def find_baselines(
             raise ReportError(baseline, "baseline file does not exist")
         messages.append(f"no baseline yet: {baseline} does not exist; this run is not gated")
         return [], messages
+    new_total = total_definition(new_report)
     if baseline.is_file():
         report = load(baseline)
         require_tests(report, baseline)
@@ -63,28 +114,63 @@ def find_baselines(
                 f"{device_label(report['device'])}, this run is on {label}; not gated"
             )
             return [], messages
+        problem = not_comparable(total_definition(report), new_total)
+        if problem is not None:
+            raise BaselineError(baseline, f"baseline {problem}")
         return [(baseline, report)], messages
     candidates = sorted(baseline.glob("*.json"))
     if not candidates:
         messages.append(f"no baseline yet: {baseline} holds no reports; this run is not gated")
         return [], messages
     found: list[tuple[float, Path, dict[str, Any]]] = []
+    unusable: list[str] = []
+    other_total: list[str] = []
     for path in candidates:
         try:
             report = load(path)
         except ReportError as exc:
-            messages.append(f"skipped baseline candidate {exc}")
+            unusable.append(str(exc))
             continue
-        if report["device"]["fingerprint"] != fingerprint or not report["tests"]:
+        if report["device"]["fingerprint"] != fingerprint:
             continue
         if report["run_id"] == new_report["run_id"]:
             continue
+        if not report["tests"]:
+            unusable.append(f"{path}: has no test results")
+            continue
+        problem = not_comparable(total_definition(report), new_total)
+        if problem is not None:
+            other_total.append(f"{path}: {problem}")
+            continue
         found.append((_started(report), path, report))
+    if not found and (unusable or other_total):
+        raise BaselineError(baseline, _none_usable(len(candidates), unusable, other_total, label))
+    messages.extend(f"skipped baseline candidate {why}" for why in unusable + other_total)
     if not found:
         messages.append(f"no baseline for this device ({label}, {fingerprint}) in {baseline}")
         return [], messages
     found.sort(key=lambda item: item[0], reverse=True)
     return [(path, report) for _, path, report in found[: max(1, runs)]], messages
+
+
+def _none_usable(
+    candidates: int, unusable: Sequence[str], other_total: Sequence[str], label: str
+) -> str:
+    listed = "".join(f"\n  {why}" for why in (*unusable, *other_total))
+    advice = []
+    if unusable:
+        advice.append("fix or remove the files that cannot be read")
+    if other_total:
+        advice.append(
+            "a run is judged only against runs whose total is defined alike: measure as "
+            "they were measured, or keep such runs in a directory of their own"
+        )
+    return (
+        f"no usable baseline for this run ({label}): {len(unusable) + len(other_total)} of "
+        f"{candidates} reports here would be its baseline but cannot be:{listed}\n"
+        + "; ".join(advice)
+        + " (a first run is a directory without reports)"
+    )
 
 
 def find_baseline(

@@ -8,7 +8,10 @@ point, on the same device (fingerprint), is compared:
   repeats do not show it is real (one-sided Mann-Whitney U, p >= alpha);
 * ``insufficient``: over the threshold but too few repeats to judge (fewer than
   ``min_samples`` per side, or so few that no outcome could reach p < alpha: 3 vs 3 repeats
-  cannot go below p = 0.05), or an invalid/failed result on either side;
+  cannot go below p = 0.05), or an invalid/failed result on either side; or a row that
+  would be ``within`` while the spread of the repeats (their standard deviation, relative
+  to their mean for a relative threshold; with several baseline runs, the run-to-run
+  spread) is larger than the threshold: such repeats cannot show a change of that size;
 * ``regression`` / ``improvement``: over the threshold and significant; "worse" means higher
   except for metrics in :data:`~.model.HIGHER_IS_BETTER`;
 * ``no-baseline``: the baseline has no such test at that operating point.
@@ -22,7 +25,9 @@ log-ratios, and with several baseline runs outside their spread too), so that a 
 every test shows is caught when each test has too few repeats to show it alone.
 
 Regressions fail the gate, and so do ``insufficient`` rows when the gate is strict. A
-baseline from another device is never used. An expression naming a metric that no result
+baseline from another device, or whose total energy is defined otherwise (another total
+rail, a sum of other rails, another power source: :func:`.baselines.total_definition`), is
+never used. An expression naming a metric that no result
 of the gated report carries is a :class:`GateExprError` (a usage error), never a silent pass.
 """
 
@@ -41,7 +46,15 @@ from statistics import fmean
 from typing import Any, Literal, NamedTuple, cast
 
 from pytest_edgeenergy.report import gate_stats
-from pytest_edgeenergy.report.baselines import BASELINE_RUNS, describe, find_baselines
+from pytest_edgeenergy.report.baselines import (
+    BASELINE_RUNS,
+    BaselineError,
+    TotalDefinition,
+    describe,
+    find_baselines,
+    not_comparable,
+    total_definition,
+)
 from pytest_edgeenergy.report.keys import op_key, op_label
 from pytest_edgeenergy.report.metric_names import did_you_mean, higher_is_better
 from pytest_edgeenergy.report.model import METRIC_UNITS, device_label
@@ -227,7 +240,8 @@ class GateColumn:
 
     ``present[i]``: test i has the metric (always False for skipped tests, never judged);
     ``statistics[s][i]``: ``stats[s]``, or ``value`` for a metric without stats; the
-    samples of test i are ``samples[starts[i]:starts[i + 1]]``.
+    samples of test i are ``samples[starts[i]:starts[i + 1]]``; ``spreads[i]``: the
+    repeats' ``(mean, stdev)`` from the stats (None without stats or with one repeat).
     """
 
     present: list[bool]
@@ -235,6 +249,7 @@ class GateColumn:
     statistics: dict[str, list[float | None]]
     starts: list[int]
     samples: list[float]
+    spreads: list[tuple[float, float] | None] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -254,6 +269,12 @@ class GateView:
     names: tuple[str, ...] = ()
     """Every metric name the report's (not skipped) results carry, sorted; filled only when
     some gated metric is carried by none of them (for :func:`require_carried`'s message)."""
+    total: TotalDefinition | None = None
+    """How the report's total energy is defined (None: from ``device`` alone)."""
+
+    @property
+    def total_definition(self) -> TotalDefinition:
+        return self.total or total_definition({"device": self.device})
 
 
 GateNeeds = Mapping[str, Collection[str]]
@@ -279,7 +300,7 @@ def gate_view(report: Mapping[str, Any], needs: GateNeeds) -> GateView:
     ops: list[str] = []
     statuses: list[str] = []
     columns = {
-        name: GateColumn([], [], {s: [] for s in statistics}, [0], [])
+        name: GateColumn([], [], {s: [] for s in statistics}, [0], [], [])
         for name, statistics in needs.items()
     }
     plan = [
@@ -290,6 +311,7 @@ def gate_view(report: Mapping[str, Any], needs: GateNeeds) -> GateView:
             list(column.statistics.items()),
             column.starts.append,
             column.samples,
+            column.spreads.append,
         )
         for name, column in columns.items()
     ]
@@ -300,11 +322,12 @@ def gate_view(report: Mapping[str, Any], needs: GateNeeds) -> GateView:
         ops.append(op_key(test["params"]))
         statuses.append(status)
         own = test["metrics"] if status != "skipped" else {}
-        for name, present, units, statistics, starts, samples in plan:
+        for name, present, units, statistics, starts, samples, spreads in plan:
             metric = own.get(name)
             if metric is None:
                 present(False)
                 units(None)
+                spreads(None)
                 for _, values in statistics:
                     values.append(None)
             else:
@@ -316,11 +339,15 @@ def gate_view(report: Mapping[str, Any], needs: GateNeeds) -> GateView:
                     for s, values in statistics:
                         value = stats.get(s)
                         values.append(float(value) if value is not None else None)
+                    mean, stdev = stats.get("mean"), stats.get("stdev")
+                    known = mean is not None and stdev is not None
+                    spreads((float(mean), float(stdev)) if known else None)
                 else:
                     value = metric.get("value")
                     number = float(value) if value is not None else None
                     for _, values in statistics:
                         values.append(number)
+                    spreads(None)
                 samples += metric.get("samples") or ()
             starts(len(samples))
     names: tuple[str, ...] = ()
@@ -328,7 +355,8 @@ def gate_view(report: Mapping[str, Any], needs: GateNeeds) -> GateView:
         names = tuple(
             sorted({n for t in report["tests"] if t["status"] != "skipped" for n in t["metrics"]})
         )
-    return GateView(report["device"], ids, ops, statuses, columns, names)
+    total = total_definition(report)
+    return GateView(report["device"], ids, ops, statuses, columns, names, total)
 
 
 def require_carried(view: GateView, exprs: Iterable[GateExpr], name: str = "this run") -> None:
@@ -403,7 +431,9 @@ def _judge(
     delta = new_value - base_value
     change_pct = delta / abs(base_value) * 100.0 if base_value != 0 else None
     if not _over(expr, base_value, delta):
-        within = (base_value, new_value, change_pct, None, _OK, "")
+        spread = _too_spread(expr, base_column.spreads[j], new_column.spreads[i])
+        outcome = (_OK, "") if spread is None else (_INS, spread)
+        within = (base_value, new_value, change_pct, None, *outcome)
         return _new_row((test_id, metric, statistic, threshold, *within))
     base_samples = base_column.samples[base_column.starts[j] : base_column.starts[j + 1]]
     new_samples = new_column.samples[new_column.starts[i] : new_column.starts[i + 1]]
@@ -422,9 +452,10 @@ def _judge(
     p_value = gate_stats.mann_whitney_p(new_samples, base_samples, delta > 0)
     if p_value >= alpha:
         note = f"change not significant (p={p_value:.3g})"
+        spread = _too_spread(expr, base_column.spreads[j], new_column.spreads[i])
         return GateRow(
             test_id, metric, statistic, threshold, base_value, new_value, change_pct, p_value,
-            "within", note,
+            _OK if spread is None else _INS, note if spread is None else f"{note}; {spread}",
         )  # fmt: skip
     verdict: Verdict = "regression" if got_worse else "improvement"
     return GateRow(
@@ -434,6 +465,36 @@ def _judge(
 
 _INS: Verdict = "insufficient"
 _OK: Verdict = "within"
+
+
+def _spread_text(expr: GateExpr, spread: float) -> str:
+    return f"{spread * 100:.2g} %" if expr.relative else f"{spread:.3g}{expr.family}"
+
+
+def _too_spread(
+    expr: GateExpr, base: tuple[float, float] | None, new: tuple[float, float] | None
+) -> str | None:
+    """The note of a row whose repeats spread more than the threshold on either side
+    (``(mean, stdev)`` of each side's repeats; the stdev relative to the mean for a relative
+    threshold), or None: such repeats cannot show a change of the threshold's size."""
+    sides: list[tuple[str, float]] = []
+    for side, known in (("baseline", base), ("new", new)):
+        if known is None:
+            continue
+        mean, stdev = known
+        if not expr.relative:
+            sides.append((side, stdev))
+        elif mean != 0:
+            sides.append((side, stdev / abs(mean)))
+        else:
+            sides.append((side, math.inf if stdev > 0 else 0.0))
+    if not any(spread > expr.threshold for _, spread in sides):
+        return None
+    words = " and ".join(f"{_spread_text(expr, x)} ({side})" for side, x in sides)
+    return (
+        f"the repeats spread {words}, more than the {expr.threshold_text} threshold: they "
+        "cannot show a change of that size"
+    )
 
 
 def _baseline_views(
@@ -517,6 +578,7 @@ def evaluate_views(
             f"({new_device['fingerprint']}); not gated"
         )
         return verdict
+    same = _comparable(same, new, baseline_name, verdict.messages)
     verdict.runs = len(same)
     suites: dict[tuple[str, str], _Suite] = {}
     if len(same) == 1:
@@ -525,6 +587,27 @@ def evaluate_views(
         _judge_tests_runs(verdict.rows, suites, same, new, exprs, own, alpha, min_samples)
     verdict.suite = _judge_suites(suites, alpha)
     return verdict
+
+
+def _comparable(
+    views: Sequence[GateView], new: GateView, baseline_name: str, messages: list[str]
+) -> list[GateView]:
+    """The baseline views whose total energy is defined as ``new``'s; the others are left
+    out with a message, and :class:`.baselines.BaselineError` when none is left."""
+    new_total = new.total_definition
+    kept: list[GateView] = []
+    problems: dict[str, int] = {}
+    for view in views:
+        problem = not_comparable(view.total_definition, new_total)
+        if problem is None:
+            kept.append(view)
+        else:
+            problems[problem] = problems.get(problem, 0) + 1
+    if not kept:
+        raise BaselineError(baseline_name, f"baseline {next(iter(problems))}")
+    for problem, n in problems.items():
+        messages.append(f"{counted(n, 'baseline run')} of {baseline_name} left out: {problem}")
+    return kept
 
 
 def _no_baseline_row(test_id: str, expr: GateExpr) -> GateRow:
@@ -698,15 +781,24 @@ def _judge_runs(item: _Runs, typical: float, alpha: float) -> GateRow:
     new_value = item.new_value
     delta = new_value - base_value
     change_pct = delta / base_value * 100.0
-    spread = math.expm1(gate_stats.run_spread(item.logs, typical)) * 100.0
-    about = f"{runs} baseline runs, run-to-run spread {spread:.2g} %"
+    spread = math.expm1(gate_stats.run_spread(item.logs, typical))
+    about = f"{runs} baseline runs, run-to-run spread {spread * 100.0:.2g} %"
+    # Runs that scatter more than the threshold cannot show a change of its size.
+    wide = spread > expr.threshold if expr.relative else base_value * spread > expr.threshold
+    unjudged: Verdict = _INS if wide else _OK
+    beyond = (
+        f"; the runs spread more than the {expr.threshold_text} threshold: they cannot show "
+        "a change of that size"
+        if wide
+        else ""
+    )
     if not _over(expr, base_value, delta):
-        return GateRow(*head, base_value, new_value, change_pct, None, _OK, about)
+        return GateRow(*head, base_value, new_value, change_pct, None, unjudged, about + beyond)
     greater = delta > 0
     p_value = gate_stats.between_runs_p(math.log(new_value), item.logs, typical, greater)
     if not p_value < alpha:
-        note = f"change within the noise of {about} (p={p_value:.3g})"
-        return GateRow(*head, base_value, new_value, change_pct, p_value, _OK, note)
+        note = f"change within the noise of {about} (p={p_value:.3g}){beyond}"
+        return GateRow(*head, base_value, new_value, change_pct, p_value, unjudged, note)
     got_worse = greater != higher_is_better(expr.metric)
     verdict: Verdict = "regression" if got_worse else "improvement"
     return GateRow(*head, base_value, new_value, change_pct, p_value, verdict, about)
@@ -851,8 +943,9 @@ def verdict_table(verdict: GateVerdict, *, all_rows: bool = False) -> Table:
     insufficient = verdict.count("insufficient")
     if insufficient and not verdict.strict:
         notes.append(
-            f"{insufficient} insufficient: too few repeats or runs to judge, or a failed or "
-            "invalid result; they fail only a strict gate (--fail-insufficient, "
+            f"{insufficient} insufficient: too few repeats or runs to judge, repeats or runs "
+            "spread more than the threshold, or a failed or invalid result: the gate could "
+            "not tell; they fail only a strict gate (--fail-insufficient, "
             "--edge-fail-insufficient)"
         )
     summary = f"gate {'FAILED' if verdict.failed else 'passed'}: "

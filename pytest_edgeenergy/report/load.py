@@ -20,11 +20,16 @@ from __future__ import annotations
 
 import gc
 import json
+import math
+import operator
+import os
 import re
+import stat
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pytest_edgeenergy.extras import require
 from pytest_edgeenergy.report.keys import (
@@ -35,7 +40,7 @@ from pytest_edgeenergy.report.keys import (
     params_key,
     workload_of,
 )
-from pytest_edgeenergy.report.model import TOOL_NAME, device_label
+from pytest_edgeenergy.report.model import TOOL_NAME, compute_stats, device_label
 from pytest_edgeenergy.report.schema import SCHEMA_VERSION, SchemaError, validate
 
 from ..errors import EdgeEnergyError
@@ -132,17 +137,133 @@ def _rebuild_report_error(
     return error
 
 
-def _read_json(path: Path) -> Any:
+MAX_REPORT_BYTES = 256 * 1024 * 1024
+"""The largest report read (256 MiB: 50 reports of 2,000 results are 4 MiB each); the
+environment variable :data:`MAX_REPORT_BYTES_ENV` sets another limit."""
+MAX_REPORT_BYTES_ENV = "EDGEENERGY_MAX_REPORT_BYTES"
+_HEAD_BYTES = 64 * 1024
+_BLANK = b" \t\r\n"
+
+
+def max_report_bytes() -> int:
+    """The size limit of a report file: ``$EDGEENERGY_MAX_REPORT_BYTES`` or
+    :data:`MAX_REPORT_BYTES`; :class:`ReportError` for a setting that is no size."""
+    text = os.environ.get(MAX_REPORT_BYTES_ENV, "").strip()
+    if not text:
+        return MAX_REPORT_BYTES
     try:
-        raw = path.read_bytes()
+        limit = int(text)
+    except ValueError:
+        limit = 0
+    if limit < 1:
+        raise ReportError(
+            MAX_REPORT_BYTES_ENV,
+            f"{text!r} is not a size: give a whole number of bytes >= 1 "
+            f"(default {MAX_REPORT_BYTES})",
+        )
+    return limit
+
+
+def _too_large(size: int | str, limit: int) -> str:
+    return (
+        f"is {size} bytes, over the {limit} bytes a report may have; not read "
+        f"(set {MAX_REPORT_BYTES_ENV} to read larger reports)"
+    )
+
+
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of a regular file of at most :func:`max_report_bytes`, read in bounded
+    memory; a text not starting with ``{`` is refused after its first block."""
+    limit = max_report_bytes()
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise ReportError(path, "no such file") from None
     except IsADirectoryError:
         raise ReportError(path, "is a directory, not a report file") from None
     except OSError as exc:
         raise ReportError(path, f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd)
+        if stat.S_ISDIR(mode.st_mode):
+            raise ReportError(path, "is a directory, not a report file")
+        if not stat.S_ISREG(mode.st_mode):
+            kind = next((k for test, k in _KINDS if test(mode.st_mode)), "not a regular file")
+            raise ReportError(path, f"is {kind}, not a report file (a report is a JSON file)")
+        if mode.st_size > limit:
+            raise ReportError(path, _too_large(mode.st_size, limit))
+        with os.fdopen(os.dup(fd), "rb", buffering=0) as handle:
+            head = handle.read(_HEAD_BYTES)
+            whole = len(head) < _HEAD_BYTES  # a regular file reads short only at its end
+            _check_start(path, head, whole=whole)
+            rest = [] if whole else _read_rest(handle, len(head), mode.st_size, limit)
+    except OSError as exc:
+        raise ReportError(path, f"cannot be read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    raw = b"".join([head, *rest]) if rest else head
+    if len(raw) > limit:
+        raise ReportError(path, _too_large(f"more than {limit}", limit))
+    return raw
+
+
+def _read_rest(handle: BinaryIO, have: int, expected: int, limit: int) -> list[bytes]:
+    """The file after its first ``have`` bytes, to its end or one byte past ``limit``: what
+    fstat said is left (``expected``: the file's size then) in one read, then blocks (it
+    may have grown); never a buffer much larger than the file."""
+    chunks = []
+    while have <= limit:
+        chunk = handle.read(min(limit + 1 - have, max(expected + 1 - have, _HEAD_BYTES)))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        have += len(chunk)
+    return chunks
+
+
+def _check_start(path: Path, head: bytes, *, whole: bool) -> None:
+    """Refuse a text whose first non-blank byte shows it is no JSON object (a report is
+    one), before reading the rest; ``whole``: ``head`` is the whole file, whose other
+    problems the parser words."""
+    stripped = head.lstrip(_BLANK)
+    if not stripped or stripped[0] == ord("{"):
+        return
+    if stripped[0] == ord("["):  # parsing a deeply nested list would exhaust the stack
+        raise ReportError(
+            path, "not a pytest-edgeenergy report (top level is a JSON list, not an object)"
+        )
+    if whole:
+        return
+    where = len(head) - len(stripped)
+    raise ReportError(
+        path,
+        f"not a pytest-edgeenergy report: a report is a JSON object, and this file starts "
+        f"with {bytes(stripped[:1])!r} (byte {where}), not '{{'",
+    )
+
+
+def _read_json(path: Path) -> Any:
+    raw = _read_bytes(path)
     if not raw.strip():
         raise ReportError(path, "is empty (0 bytes of JSON); the writer never left it so")
+    try:
+        return _parse(path, raw)
+    except RecursionError:
+        raise ReportError(
+            path, "JSON nested too deeply to read (a report is a few levels deep); not a report"
+        ) from None
+
+
+def _parse(path: Path, raw: bytes) -> Any:
     if _orjson_loads is not None and _LONG_DIGITS.search(raw) is None:
         try:
             with gc_paused():
@@ -225,7 +346,225 @@ def check_report(doc: Any, path: Path | str) -> dict[str, Any]:
         raise ReportError(path, "'simulated' disagrees with 'device.simulated'")
     if version < SCHEMA_VERSION:
         migrate(doc)
+    check_numbers(doc, path)
     return doc
+
+
+# -- the numbers of a report: finite, of the sign their metric has, stats from samples -----
+
+POSITIVE_METRICS = frozenset(
+    {
+        "energy_j",
+        "energy_per_item",
+        "power_mean",
+        "power_peak",
+        "duration_s",
+        "edp",
+        "latency_mean",
+        "latency_p50",
+        "latency_p90",
+        "latency_p99",
+        "throughput",
+        "energy_per_prefill_token_j",
+        "energy_per_decode_token_j",
+        "energy_per_request_j",
+        "time_to_first_token_s",
+        "decode_tokens_per_s",
+        "latency_per_output_token_p50_s",
+        "latency_per_output_token_p90_s",
+    }
+)
+"""Gross energy, time, power and rates: a measured value is > 0 (also behind a ``LABEL.``
+prefix). Net energies (``energy_net_j``, ``*_net*``) may be below zero, and other metrics
+have no sign rule."""
+NON_NEGATIVE_METRICS = frozenset({"memory_peak", "memory_board_used", "memory_cuda_peak"})
+"""Metrics that may be 0 but never below; so is a rail's energy, ``energy_j.RAIL`` (a rail
+that is switched off reads 0)."""
+
+STATS_REL_TOL = 1e-6
+"""How far a report's ``stats`` may be from the figures recomputed from its ``samples``
+(relative, of the samples' largest magnitude below it): rounding, never a different run."""
+
+_POSITIVE, _NON_NEGATIVE = "positive", "non-negative"
+
+
+def sign_rule(name: str) -> str | None:
+    """``"positive"``, ``"non-negative"`` or None (any sign) for a metric name."""
+    parts = name.split(".")
+    if "energy_j" in parts[:-1]:
+        return _NON_NEGATIVE  # energy_j.RAIL
+    last = parts[-1]
+    if last in POSITIVE_METRICS:
+        return _POSITIVE
+    return _NON_NEGATIVE if last in NON_NEGATIVE_METRICS else None
+
+
+def _word(x: float) -> str:
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    return repr(x)
+
+
+def _is_finite(x: float) -> bool:
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def _bad_number(x: float, rule: str | None) -> str | None:
+    """Why ``x`` cannot be a value of a metric with ``rule``, or None."""
+    if not _is_finite(x):
+        what = _word(x) if isinstance(x, float) else "beyond any float"
+        return f"is {what}; a report holds finite numbers only"
+    if rule == _POSITIVE and x <= 0:
+        return f"is {x!r}; a measured energy, time, power or rate is > 0"
+    if rule == _NON_NEGATIVE and x < 0:
+        return f"is {x!r}; this metric is never below 0"
+    return None
+
+
+_STATS = operator.itemgetter("n", "min", "max", "mean", "median", "stdev", "ci95_low", "ci95_high")
+_EPS = sys.float_info.epsilon
+
+
+def _fast_ok(metric: Mapping[str, Any], rule: str | None) -> bool:
+    """True for the usual metric, as the writer makes it, by cheap checks only (reports of
+    thousands of results are checked at every load); False sends it to :func:`_problem`,
+    which words what is wrong, if anything."""
+    samples = metric["samples"]
+    stats = metric["stats"]
+    value = metric["value"]
+    if value is not None:
+        try:
+            if not math.isfinite(value):
+                return False
+        except OverflowError:
+            return False
+        if rule is not None and (value <= 0 if rule is _POSITIVE else value < 0):
+            return False
+    if not samples or stats is None:
+        return not samples and stats is None
+    try:
+        # Finite only when every sample is: NaN stays NaN, an infinity stays or raises.
+        total = math.fsum(samples)
+    except (OverflowError, ValueError):
+        return False
+    if not math.isfinite(total):
+        return False
+    xs = sorted(samples)
+    lo, hi = xs[0], xs[-1]
+    if rule is not None and (lo <= 0 if rule is _POSITIVE else lo < 0):
+        return False
+    n_, min_, max_, mean_, median_, sd, ci_low, ci_high = _STATS(stats)
+    n = len(xs)
+    if n_ != n or min_ != lo or max_ != hi:
+        return False
+    mean = total / n
+    mid = n >> 1
+    median = xs[mid] if n & 1 else (xs[mid - 1] + xs[mid]) * 0.5
+    scale: float = hi if hi > -lo else -lo
+    tol = STATS_REL_TOL * scale
+    if not (abs(mean_ - mean) <= tol and abs(median_ - median) <= tol):
+        return False
+    if n < 2:
+        return (sd is None or sd == 0) and ci_low is None and ci_high is None
+    if sd is None or not sd >= 0:
+        return False
+    if not (ci_low is None or math.isfinite(ci_low)) or not (
+        ci_high is None or math.isfinite(ci_high)
+    ):
+        return False
+    # sd**2 against the variance from the sums (no list of deviations): within tol of the
+    # stdev, allowing for the rounding of the sums.
+    try:
+        var = (math.fsum(map(operator.mul, xs, xs)) - n * mean * mean) / (n - 1)
+    except OverflowError:  # huge values: the exact check words it (or accepts them)
+        return False
+    spread: float = sd
+    return abs(spread * spread - var) <= tol * (2.0 * spread + tol) + 8.0 * n * _EPS * scale * scale
+
+
+def _problem(metric: Mapping[str, Any], rule: str | None) -> str | None:
+    """Why a metric's numbers cannot be judged, worded; None when they can (what
+    :func:`_fast_ok` refused only by its exact comparisons)."""
+    samples = metric["samples"]
+    for i, x in enumerate(samples):
+        bad = _bad_number(x, rule)
+        if bad is not None:
+            return f"sample {i} {bad}"
+    value = metric["value"]
+    if value is not None:
+        bad = _bad_number(value, rule)
+        if bad is not None:
+            return f"value {bad}"
+    stats = metric["stats"]
+    for key in ("mean", "median", "min", "max", "stdev", "ci95_low", "ci95_high"):
+        x = stats.get(key) if stats else None
+        if x is not None and not _is_finite(x):
+            return f"stats.{key} {_bad_number(x, None)}"
+    return _stats_problem(samples, stats)
+
+
+def _stats_problem(samples: Sequence[float], stats: Mapping[str, Any] | None) -> str | None:
+    """How ``stats`` differ from :func:`.model.compute_stats` of ``samples``, or None."""
+    if stats is None or not samples:
+        if stats is None and not samples:
+            return None
+        if stats is None:
+            return f"has {len(samples)} samples but no stats"
+        return f"has stats of {stats['n']} samples but no samples"
+    own = compute_stats(samples)
+    assert own is not None  # finite samples, checked first
+    if stats["n"] != own["n"]:
+        return f"stats.n is {stats['n']} but there are {own['n']} samples"
+    scale = max(abs(own["min"]), abs(own["max"]))
+    for key in ("min", "max", "mean", "median", "stdev"):
+        claimed, recomputed = stats[key], own[key]
+        if key == "stdev" and own["n"] < 2:
+            if claimed not in (None, 0):
+                return f"stats.stdev is {claimed!r} but one sample has no spread"
+        elif not _close(claimed, recomputed, STATS_REL_TOL * scale):
+            return (
+                f"stats.{key} is {claimed!r} but the samples give {recomputed!r} "
+                "(stats must follow from the samples)"
+            )
+    return None
+
+
+def _close(claimed: float | None, recomputed: float | None, tol: float) -> bool:
+    """Within ``tol``; None (a spread beyond any float) only as None."""
+    if claimed is None or recomputed is None:
+        return claimed is recomputed
+    return abs(claimed - recomputed) <= tol
+
+
+def check_numbers(doc: Mapping[str, Any], path: Path | str) -> None:
+    """Raise :class:`ReportError` naming the test and metric whose numbers cannot be judged:
+    a non-finite number, a value of the wrong sign (:func:`sign_rule`; checked for passed
+    results, the ones a gate judges), or ``stats`` that do not follow from ``samples``."""
+    rules: dict[str, str | None] = {}
+    for test in doc["tests"]:
+        passed = test["status"] == "passed"
+        for name, metric in test["metrics"].items():
+            if name not in rules:
+                rules[name] = sign_rule(name)
+            rule = rules[name] if passed else None
+            if _fast_ok(metric, rule):
+                continue
+            problem = _problem(metric, rule)
+            if problem is not None:
+                raise ReportError(path, f"test {test['id']}: metric {name}: {problem}")
+        duration = test["duration_s"]
+        if duration is not None and not _is_finite(duration):
+            raise ReportError(path, f"test {test['id']}: duration_s {_bad_number(duration, None)}")
+    idle = doc["idle"]
+    if idle is not None:
+        for key, x in (("power_w", idle["power_w"]), *idle["rails_w"].items()):
+            if not _is_finite(x):
+                raise ReportError(path, f"idle {key} {_bad_number(x, None)}")
 
 
 def _v1_metric_name(name: str) -> str:
