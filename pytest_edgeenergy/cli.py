@@ -2,6 +2,7 @@
 
 Exit codes: 0 success, 1 a gate failed (``compare --fail``), 2 bad input or a board that
 cannot be used (the message names the thing and what is allowed; never a traceback).
+Every number has an allowed range (:mod:`.ranges`), checked by argparse.
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from typing import Any
 from . import __version__
 from .errors import EdgeEnergyError
 from .extras import missing_extra
-from .plugin.options import SIM_MODELS, SOURCES
+from .plugin.options import INTERVAL_MS, SIM_MODELS, SOURCES
+from .ranges import FloatRange
+
+MEASURE_SECONDS = FloatRange(0.0, 7200.0, "s", above_low=True)
+"""``measure --seconds``: up to what the sampler keeps (``meters.sampler.DEFAULT_RETAIN_S``);
+a longer window would be reported invalid after the wait."""
 
 
 class CliError(EdgeEnergyError):
@@ -24,6 +30,8 @@ class CliError(EdgeEnergyError):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .sim.__main__ import RUN_SECONDS, UPDATE_INTERVAL_MS
+
     p = argparse.ArgumentParser(
         prog="edgeenergy", description="Energy of deep-learning workloads on Jetson boards."
     )
@@ -37,13 +45,21 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("dir", type=Path, metavar="DIR")
     c.add_argument(
         "--update-interval-ms",
-        type=float,
+        type=UPDATE_INTERVAL_MS,
         default=5.0,
-        help="how often the virtual power monitors update (default 5 ms)",
+        metavar="MS",
+        help="how often the virtual power monitors update (default 5 ms); "
+        f"{UPDATE_INTERVAL_MS.describe()}",
     )
     r = sim.add_parser("run", help="animate a virtual board (power model) until stopped")
     r.add_argument("dir", type=Path, metavar="DIR")
-    r.add_argument("--seconds", type=float, default=None, help="stop after S seconds")
+    r.add_argument(
+        "--seconds",
+        type=RUN_SECONDS,
+        default=None,
+        metavar="S",
+        help=f"stop after S seconds (default: until stopped); {RUN_SECONDS.describe()}",
+    )
 
     b = sub.add_parser("board", help="identity, rails and knobs of a board (or restore it)")
     b.add_argument(
@@ -58,8 +74,21 @@ def _parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("measure", help="measure energy for S seconds")
     m.add_argument("--root", type=Path, default=Path("/"), help="board root (default /)")
-    m.add_argument("--seconds", type=float, required=True)
-    m.add_argument("--interval-ms", type=float, default=10.0)
+    m.add_argument(
+        "--seconds",
+        type=MEASURE_SECONDS,
+        required=True,
+        metavar="S",
+        help=f"how long to measure; {MEASURE_SECONDS.describe()}",
+    )
+    m.add_argument(
+        "--interval-ms",
+        type=INTERVAL_MS,
+        default=10.0,
+        metavar="MS",
+        help="sampling interval (default 10 ms; never faster than the sensor updates); "
+        f"{INTERVAL_MS.describe()}",
+    )
     m.add_argument("--source", choices=SOURCES, default="auto")
     m.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -211,10 +240,6 @@ def _measure(args: argparse.Namespace) -> int:
     from .sim.liveness import frozen_warning, truth_seq
 
     _need_root(args.root)
-    if args.seconds <= 0:
-        raise CliError(f"--seconds {args.seconds}: must be > 0")
-    if args.interval_ms <= 0:
-        raise CliError(f"--interval-ms {args.interval_ms}: must be > 0")
     seq_before = truth_seq(args.root)
     source = open_source(args.source, args.root, interval_s=args.interval_ms / 1000.0)
     meter = Meter(source, interval_s=args.interval_ms / 1000.0)

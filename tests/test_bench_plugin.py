@@ -48,7 +48,7 @@ def test_precedence_cli_env_ini(conf: pytest.Pytester, clean_env: pytest.MonkeyP
     [
         (["--edge-items=abc"], {}, "", "--edge-items (command line): 'abc' is not a whole number"),
         ([], {"EDGEENERGY_REPEATS": "0"}, "", "EDGEENERGY_REPEATS (environment): '0' must be >= 1"),
-        ([], {}, "edge_min_window_s = -1", "edge_min_window_s (ini file): '-1' must be a finite"),
+        ([], {}, "edge_min_window_s = -1", "edge_min_window_s (ini file): '-1' must be >= 0"),
         ([], {"EDGEENERGY_QUICK": "maybe"}, "", "EDGEENERGY_QUICK (environment): 'maybe' is not"),
         (["--workload= , "], {}, "", "--workload (command line): ' , ' names no workload"),
         (["--edge-warmup=-1"], {}, "", "--edge-warmup (command line): '-1' must be >= 0"),

@@ -15,7 +15,11 @@ from pytest_edgeenergy.board.nvpmodel import (
     JetsonClocksShowError,
     parse_jetson_clocks_show,
 )
-from pytest_edgeenergy.control.jetson_clocks import JetsonClocksKnob, pinning_mismatches
+from pytest_edgeenergy.control.jetson_clocks import (
+    JetsonClocksKnob,
+    named_clocks,
+    pinning_mismatches,
+)
 from pytest_edgeenergy.control.knobset import knob_set
 from pytest_edgeenergy.control.nvpmodel import NvpmodelKnob
 from pytest_edgeenergy.sim.models import get_model
@@ -76,6 +80,35 @@ def test_thor_jp7_sample() -> None:
     ]
     assert show.power_mode == "MAXN"
     assert reasons(show) == []
+
+
+def test_thor_codec_clock_is_named_beside_the_graphics_clock() -> None:
+    clocks = named_clocks(parse_jetson_clocks_show(sample(THOR)))
+    assert list(clocks) == ["gpu-gpc-0", "gpu-nvd-0", "EMC", "PVA0_VPS0", "PVA0_AXI"]
+    nvd = clocks["gpu-nvd-0"]
+    assert (nvd.min_freq_hz, nvd.max_freq_hz, nvd.cur_freq_hz) == (1_692_000_000,) * 3
+    assert clocks["gpu-gpc-0"].max_freq_hz == 1_575_000_000
+
+
+def test_the_knob_shows_thors_codec_clock_by_name(tmp_path: Path) -> None:
+    """The tool's real output as it is: ``show()`` keeps the ``gpu-nvd-0`` line by name."""
+    root = create("thor", tmp_path / "thor")
+    printed = tmp_path / "show.txt"
+    printed.write_text(sample(THOR))
+    tool = root / "usr/bin/jetson_clocks"
+    tool.write_text(f"#!/bin/sh\nexec cat '{printed}'\n")
+    tool.chmod(0o755)
+    shown = JetsonClocksKnob(knob_set(root)).show()
+    assert shown["gpu"]["name"] == "gpu-gpc-0"
+    assert shown["clocks"]["gpu-nvd-0"] == {
+        "name": "gpu-nvd-0",
+        "min_freq_hz": 1_692_000_000,
+        "max_freq_hz": 1_692_000_000,
+        "cur_freq_hz": 1_692_000_000,
+        "freq_override": None,
+        "online": None,
+    }
+    assert list(shown["clocks"]) == ["gpu-gpc-0", "gpu-nvd-0", "EMC", "PVA0_VPS0", "PVA0_AXI"]
 
 
 def test_agx_orin_30w_accelerator_lines() -> None:

@@ -27,6 +27,7 @@ INERT_MODULES = {
     "pytest_edgeenergy.plugin.bench_options",
     "pytest_edgeenergy.plugin.options",
     "pytest_edgeenergy.plugin.session",
+    "pytest_edgeenergy.ranges",  # the options' allowed ranges (stdlib only)
 }
 HEAVY = (
     "numpy",

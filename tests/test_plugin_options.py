@@ -72,8 +72,8 @@ BAD_OPTIONS = [
     ("--edge-board=sim:foo", ("--edge-board", "'sim:foo'", "sim:MODEL", MODELS_TEXT)),
     ("--edge-board=xyz", ("--edge-board", "'xyz'", "'auto'", MODELS_TEXT)),
     ("--edge-interval-ms=abc", ("--edge-interval-ms", "'abc'", "not a number")),
-    ("--edge-interval-ms=0", ("--edge-interval-ms", "'0'", "> 0")),
-    ("--edge-interval-ms=-5", ("--edge-interval-ms", "'-5'", "> 0")),
+    ("--edge-interval-ms=0", ("--edge-interval-ms", "'0'", ">= 0.1 and <= 1000 ms")),
+    ("--edge-interval-ms=-5", ("--edge-interval-ms", "'-5'", ">= 0.1 and <= 1000 ms")),
     ("--edge-interval-ms=nan", ("--edge-interval-ms", "'nan'")),
     ("--edge-source=nope", ("--edge-source", "'nope'", SOURCES_TEXT)),
     (

@@ -186,7 +186,7 @@ def test_resume_refuses_another_search_config(pytester: pytest.Pytester) -> None
         ),
         (
             ("--edge-search=auto", "--edge-trials=0", "--gpu-freq=all"),
-            "*--edge-trials (command line): '0': at least 1 trial is needed*",
+            "*--edge-trials (command line): '0' must be >= 1 and <= 10000*",
         ),
         (
             ("--edge-search=auto", "--gpu-freq=all"),

@@ -240,7 +240,7 @@ def test_search_takes_the_deadline_as_its_latency_budget(pytester: pytest.Pytest
         ),
         (
             ["--edge-scenario=fixed-rate", "--edge-rate=0"],
-            "--edge-rate (command line): '0' must be a number of queries per second > 0",
+            "--edge-rate (command line): '0' must be >= 0.01 and <= 100000 queries per second",
         ),
         (["--edge-scenario=server", "--edge-rate=-3"], "--edge-rate (command line): '-3' must"),
         (["--edge-scenario=server", "--edge-rate=5"], "server needs --edge-latency-bound-s"),

@@ -7,15 +7,42 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
+from ..ranges import FloatRange, IntRange
 from .scenarios import OFFLINE, Scenario
 
-__all__ = ["DEFAULT", "PRECISIONS", "QUICK", "RUNTIMES", "BenchSettings"]
+__all__ = [
+    "DEFAULT",
+    "ITEMS",
+    "LATENCY_BOUND_S",
+    "MIN_WINDOW_S",
+    "PRECISIONS",
+    "QUICK",
+    "RATE_PER_S",
+    "REPEATS",
+    "RUNTIMES",
+    "WARMUP",
+    "BenchSettings",
+]
 
 RUNTIMES = ("torch", "onnxruntime", "tensorrt")
 """Runtimes the inference suites run a model with (``runtime`` parameter, ``--runtime``)."""
 PRECISIONS = ("fp32", "fp16", "bf16", "int8", "int4")
 """Every precision a suite's ``precision`` parameter may take (``--precision``): the
 inference grid's fp32/fp16/int8 and the LLM suite's bf16 and int4 (llama.cpp GGUF)."""
+
+
+# Allowed ranges of the fixture's options (``--edge-items`` ...): each one finite, so that no
+# count or duration given by mistake (an extra digit, ``inf``) makes a run without end.
+ITEMS = IntRange(1, 10_000_000)
+"""Items per repeat: 3,125 times the study's 3,200."""
+REPEATS = IntRange(1, 1000)
+"""Measured windows: 100 times the study's 10 (each one is kept in the report)."""
+WARMUP = IntRange(0, 10_000)
+MIN_WINDOW_S = FloatRange(0.0, 3600.0, "s")
+"""Minimum repeat length: an hour, half of what the sampler keeps (2 h)."""
+RATE_PER_S = FloatRange(0.01, 100_000.0, "queries per second")
+"""Query rate of fixed-rate and server: one query per 100 s up to one per 10 us."""
+LATENCY_BOUND_S = FloatRange(0.0, 3600.0, "s", above_low=True)
 
 
 @dataclass(frozen=True)

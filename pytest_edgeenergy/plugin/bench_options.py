@@ -9,13 +9,23 @@ the command line, in the environment or in the ini file still wins.
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from ..bench.scenarios import SCENARIOS, Scenario
-from ..bench.settings import DEFAULT, PRECISIONS, QUICK, RUNTIMES, BenchSettings
-from .options import Option, SettingsError, Value, lookup
+from ..bench.settings import (
+    DEFAULT,
+    ITEMS,
+    LATENCY_BOUND_S,
+    MIN_WINDOW_S,
+    PRECISIONS,
+    QUICK,
+    RATE_PER_S,
+    REPEATS,
+    RUNTIMES,
+    WARMUP,
+    BenchSettings,
+)
+from .options import Option, SettingsError, Value, checked, lookup
 
 __all__ = [
     "BENCH_OPTIONS",
@@ -43,6 +53,7 @@ BENCH_OPTIONS: dict[str, Option] = {
         f"(default {DEFAULT.items}, as in the inference study)",
         None,
         metavar="N",
+        allowed=ITEMS,
     ),
     "repeats": Option(
         "--edge-repeats",
@@ -51,6 +62,7 @@ BENCH_OPTIONS: dict[str, Option] = {
         f"measured energy windows per benchmark (default {DEFAULT.repeats})",
         None,
         metavar="N",
+        allowed=REPEATS,
     ),
     "warmup": Option(
         "--edge-warmup",
@@ -59,6 +71,7 @@ BENCH_OPTIONS: dict[str, Option] = {
         f"unmeasured warm-up calls before the first window (default {DEFAULT.warmup})",
         None,
         metavar="N",
+        allowed=WARMUP,
     ),
     "min_window_s": Option(
         "--edge-min-window-s",
@@ -68,6 +81,7 @@ BENCH_OPTIONS: dict[str, Option] = {
         f"(default {DEFAULT.min_window_s:g})",
         None,
         metavar="SECONDS",
+        allowed=MIN_WINDOW_S,
     ),
     "quick": Option(
         "--edge-quick",
@@ -122,6 +136,7 @@ BENCH_OPTIONS: dict[str, Option] = {
         "queries per second of the fixed-rate and server scenarios (one query = one call)",
         None,
         metavar="PER_S",
+        allowed=RATE_PER_S,
     ),
     "latency_bound_s": Option(
         "--edge-latency-bound-s",
@@ -131,6 +146,7 @@ BENCH_OPTIONS: dict[str, Option] = {
         "defaults to 1/rate",
         None,
         metavar="SECONDS",
+        allowed=LATENCY_BOUND_S,
     ),
 }
 
@@ -148,35 +164,15 @@ def add_options(parser: pytest.Parser) -> None:
             )
         else:
             group.addoption(
-                opt.flag, dest=opt.ini, default=None, metavar=opt.metavar, help=opt.help
+                opt.flag, dest=opt.ini, default=None, metavar=opt.metavar, help=opt.full_help
             )
-        parser.addini(opt.ini, help=f"{opt.help} (env {opt.env})", default=None)
+        parser.addini(opt.ini, help=f"{opt.full_help} (env {opt.env})", default=None)
 
 
 def _raw(config: pytest.Config, key: str) -> Value | None:
     """The value given for ``key`` and where it came from; None when not given anywhere."""
     opt = BENCH_OPTIONS[key]
     return lookup(config, opt, opt.ini)
-
-
-def _int(v: Value, minimum: int) -> int:
-    try:
-        x = int(v.text.strip())
-    except ValueError:
-        raise BenchSettingsError(f"{v.origin}: {v.text!r} is not a whole number") from None
-    if x < minimum:
-        raise BenchSettingsError(f"{v.origin}: {v.text!r} must be >= {minimum}")
-    return x
-
-
-def _seconds(v: Value) -> float:
-    try:
-        x = float(v.text.strip())
-    except ValueError:
-        raise BenchSettingsError(f"{v.origin}: {v.text!r} is not a number of seconds") from None
-    if not (math.isfinite(x) and x >= 0):
-        raise BenchSettingsError(f"{v.origin}: {v.text!r} must be a finite number >= 0 s")
-    return x
 
 
 def _flag(v: Value) -> bool:
@@ -224,27 +220,20 @@ def build(config: pytest.Config) -> BenchSettings:
     warmup_v = _raw(config, "warmup")
     window_v = _raw(config, "min_window_s")
     workload_v = _raw(config, "workload")
+    error = BenchSettingsError
     return BenchSettings(
-        items=_int(items_v, 1) if items_v is not None else base.items,
-        repeats=_int(repeats_v, 1) if repeats_v is not None else base.repeats,
-        warmup=_int(warmup_v, 0) if warmup_v is not None else base.warmup,
-        min_window_s=_seconds(window_v) if window_v is not None else base.min_window_s,
+        items=checked(items_v, ITEMS, error) if items_v is not None else base.items,
+        repeats=checked(repeats_v, REPEATS, error) if repeats_v is not None else base.repeats,
+        warmup=checked(warmup_v, WARMUP, error) if warmup_v is not None else base.warmup,
+        min_window_s=(
+            checked(window_v, MIN_WINDOW_S, error) if window_v is not None else base.min_window_s
+        ),
         quick=quick,
         workloads=parse_workloads(workload_v) if workload_v is not None else (),
         runtimes=parse_names(_raw(config, "runtime"), "runtime", RUNTIMES),
         precisions=parse_names(_raw(config, "precision"), "precision", PRECISIONS),
         scenario=_scenario(config),
     )
-
-
-def _positive(v: Value, what: str) -> float:
-    try:
-        x = float(v.text.strip())
-    except ValueError:
-        raise BenchSettingsError(f"{v.origin}: {v.text!r} is not a number of {what}") from None
-    if not (math.isfinite(x) and x > 0):
-        raise BenchSettingsError(f"{v.origin}: {v.text!r} must be a number of {what} > 0")
-    return x
 
 
 def _scenario(config: pytest.Config) -> Scenario:
@@ -260,8 +249,8 @@ def parse_scenario(name_v: Value | None, rate_v: Value | None, bound_v: Value | 
         raise BenchSettingsError(
             f"{name_v.origin}: unknown scenario {name_v.text!r}; allowed: {', '.join(SCENARIOS)}"
         )
-    rate = _positive(rate_v, "queries per second") if rate_v is not None else None
-    bound = _positive(bound_v, "seconds") if bound_v is not None else None
+    rate = checked(rate_v, RATE_PER_S, BenchSettingsError) if rate_v is not None else None
+    bound = checked(bound_v, LATENCY_BOUND_S, BenchSettingsError) if bound_v is not None else None
     where = name_v.origin if name_v is not None else "--edge-scenario"
     if name in ("fixed-rate", "server") and rate is None:
         raise BenchSettingsError(

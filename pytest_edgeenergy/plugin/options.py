@@ -3,7 +3,9 @@ settings built from them.
 
 Cheap to import: pytest asks for the options of every run, ``--help`` included. Precedence
 is CLI > environment > ini > default. Every error names where the bad value came from,
-e.g. ``EDGEENERGY_INTERVAL_MS=abc (environment): not a number``.
+e.g. ``EDGEENERGY_INTERVAL_MS (environment): 'abc' is not a number; allowed: ...``. Every
+numeric option has a finite allowed range (``Option.allowed``, read with :func:`checked`),
+shown in its help.
 """
 
 from __future__ import annotations
@@ -11,14 +13,37 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 from ..board.generations import MODEL_NAMES
-from ..errors import EdgeEnergyError
+from ..errors import EdgeEnergyError, InvalidValue
+from ..ranges import FloatRange, IntRange, NumberRange, shown
 
 SIM_MODELS = MODEL_NAMES
 SOURCES = ("auto", "ina", "tegrastats", "jtop", "nvml", "rapl")
+
+# -- allowed ranges of the numeric options (why each bound: NOTES.md, "Bad numbers") -------
+
+INTERVAL_MS = FloatRange(0.1, 1000.0, "ms")
+"""Sampling interval. At most 1 s, the slowest sources' own period (tegrastats, jtop): a
+window must hold 3 intervals to be valid. At least 0.1 ms: the sampler raises any interval
+to the sensor's update period anyway, and a vanishing one overflows its buffer sizing."""
+IDLE_S = FloatRange(0.0, 600.0, "s")
+"""Idle baseline per operating point: 10 min (a grid multiplies it)."""
+SIM_LOAD = FloatRange(0.0, 1.0)
+SETTLE_S = FloatRange(0.0, 600.0, "s")
+"""Wait after pinning: clocks settle in ms, temperatures in minutes; 10 min bounds a sleep."""
+LOCK_TIMEOUT_S = FloatRange(0.0, 86400.0, "s")
+"""Wait for another session on the board: up to a day (a CI queue)."""
+BATCH_SIZE = IntRange(1, 65536)
+TRIALS = IntRange(1, 10000)
+SEED = IntRange(0, 2**32 - 1)
+"""numpy's and optuna's seed range."""
+POWER_BUDGET_W = FloatRange(0.0, 5000.0, "W", above_low=True)
+"""Up to the power readers' plausibility limit (``meters.ina.MAX_PLAUSIBLE_W``)."""
+LATENCY_BUDGET_S = FloatRange(0.0, 86400.0, "s", above_low=True)
 
 
 class SettingsError(EdgeEnergyError, ValueError):
@@ -39,6 +64,15 @@ class Option:
     default: str | None
     metavar: str = "VALUE"
     """The value's placeholder in ``--help`` (unused by yes/no flags)."""
+    allowed: NumberRange[Any] | None = None
+    """A number's allowed range (shown in ``--help``); None: not a number."""
+
+    @property
+    def full_help(self) -> str:
+        """The help text, with the allowed range of a number."""
+        if self.allowed is None:
+            return self.help
+        return f"{self.help}; allowed: {self.allowed.describe()}"
 
 
 OPTIONS: dict[str, Option] = {
@@ -73,9 +107,11 @@ OPTIONS: dict[str, Option] = {
         "--edge-interval-ms",
         "edge_interval_ms",
         "EDGEENERGY_INTERVAL_MS",
-        "sampling interval of the power sampler in ms (never faster than the sensor updates)",
+        "sampling interval of the power sampler in ms (default 10; never faster than the "
+        "sensor updates)",
         "10",
         metavar="MS",
+        allowed=INTERVAL_MS,
     ),
     "source": Option(
         "--edge-source",
@@ -104,9 +140,10 @@ OPTIONS: dict[str, Option] = {
         "--edge-idle-s",
         "edge_idle_s",
         "EDGEENERGY_IDLE_S",
-        "seconds of idle power measured at the session's operating point (0 = none)",
+        "seconds of idle power measured at the session's operating point (default 2; 0 = none)",
         "2",
         metavar="SECONDS",
+        allowed=IDLE_S,
     ),
 }
 
@@ -123,8 +160,10 @@ def add_options(parser: pytest.Parser) -> None:
         if key in FLAG_OPTIONS:
             group.addoption(opt.flag, dest=dest, action="store_true", default=None, help=opt.help)
         else:
-            group.addoption(opt.flag, dest=dest, default=None, metavar=opt.metavar, help=opt.help)
-        parser.addini(opt.ini, help=f"{opt.help} (env {opt.env})", default=None)
+            group.addoption(
+                opt.flag, dest=dest, default=None, metavar=opt.metavar, help=opt.full_help
+            )
+        parser.addini(opt.ini, help=f"{opt.full_help} (env {opt.env})", default=None)
 
 
 @dataclass(frozen=True)
@@ -186,14 +225,17 @@ class Settings:
         return self.requested
 
 
-def _positive_float(v: Value, *, allow_zero: bool = False) -> float:
+N = TypeVar("N", int, float)
+
+
+def checked(v: Value, allowed: NumberRange[N], error: type[SettingsError] = SettingsError) -> N:
+    """The number in ``v``; ``error`` naming where it came from, the value and the allowed
+    range when it is not one (``EDGEENERGY_SETTLE_S (environment): '1e10' must be >= 0 and
+    <= 600 s``)."""
     try:
-        x = float(v.text)
-    except ValueError:
-        raise SettingsError(f"{v.origin}: {v.text!r} is not a number") from None
-    if x < 0 or (x == 0 and not allow_zero) or x != x:
-        raise SettingsError(f"{v.origin}: {v.text!r} must be {'>= 0' if allow_zero else '> 0'}")
-    return x
+        return allowed.parse(v.text)
+    except InvalidValue as e:
+        raise error(f"{v.origin}: {e}") from None
 
 
 def build(config: pytest.Config) -> Settings:
@@ -241,10 +283,10 @@ def build(config: pytest.Config) -> Settings:
     return Settings(
         sim_model=sim_model,
         root=root,
-        interval_s=_positive_float(interval) / 1000.0,
+        interval_s=checked(interval, INTERVAL_MS) / 1000.0,
         source=source.text,
         report=Path(report_v.text) if report_v is not None else None,
-        idle_s=_positive_float(idle, allow_zero=True),
+        idle_s=checked(idle, IDLE_S),
         requested=board is not None or root is not None,
         report_overwrite=overwrite,
         sim_load=sim_load,
@@ -255,12 +297,10 @@ def _sim_load(v: Value | None) -> float | None:
     if v is None or v.text == "host":
         return None
     try:
-        x = float(v.text)
-    except ValueError:
-        x = -1.0
-    if not 0.0 <= x <= 1.0:
-        raise SettingsError(f"{v.origin}: {v.text!r} is not 'host' nor a fraction 0..1")
-    return x
+        return SIM_LOAD.parse(v.text)
+    except InvalidValue:
+        problem = f"{shown(v.text)} is not 'host' nor a fraction 0..1"
+        raise SettingsError(f"{v.origin}: {problem}") from None
 
 
 # -- the grid: operating-point dimensions and batch sizes ---------------------------------
@@ -321,6 +361,7 @@ GRID_OPTIONS: dict[str, Option] = {
         "batch sizes for tests using the batch_size fixture, comma-separated (default 8)",
         None,
         metavar="SIZES",
+        allowed=BATCH_SIZE,
     ),
 }
 
@@ -346,6 +387,7 @@ CONTROL_OPTIONS: dict[str, Option] = {
         "seconds to wait after pinning an operating point (default 0.5 on a board, 0 virtual)",
         None,
         metavar="SECONDS",
+        allowed=SETTLE_S,
     ),
     "lock_timeout_s": Option(
         "--edge-lock-timeout",
@@ -355,6 +397,7 @@ CONTROL_OPTIONS: dict[str, Option] = {
         "(default 300; 0 = refuse at once)",
         "300",
         metavar="SECONDS",
+        allowed=LOCK_TIMEOUT_S,
     ),
 }
 
@@ -377,19 +420,23 @@ def add_grid_options(parser: pytest.Parser) -> None:
             action="append",
             default=None,
             metavar=opt.metavar,
-            help=f"{opt.help} (env {opt.env}, ini {opt.ini})",
+            help=f"{opt.full_help} (env {opt.env}, ini {opt.ini})",
         )
-        parser.addini(opt.ini, help=f"{opt.help} (env {opt.env})", default=None)
+        parser.addini(opt.ini, help=f"{opt.full_help} (env {opt.env})", default=None)
     for key, opt in CONTROL_OPTIONS.items():
         if key in VALUED_CONTROL_OPTIONS:
             group.addoption(
-                opt.flag, dest=f"edge_ctl_{key}", default=None, metavar=opt.metavar, help=opt.help
+                opt.flag,
+                dest=f"edge_ctl_{key}",
+                default=None,
+                metavar=opt.metavar,
+                help=opt.full_help,
             )
         else:
             group.addoption(
                 opt.flag, dest=f"edge_ctl_{key}", action="store_true", default=None, help=opt.help
             )
-        parser.addini(opt.ini, help=f"{opt.help} (env {opt.env})", default=None)
+        parser.addini(opt.ini, help=f"{opt.full_help} (env {opt.env})", default=None)
 
 
 def grid_value(config: pytest.Config, key: str, marker_value: object | None = None) -> Value | None:
@@ -409,7 +456,7 @@ def grid_value(config: pytest.Config, key: str, marker_value: object | None = No
 
 
 def parse_batch_sizes(v: Value | None) -> tuple[int, ...]:
-    """Batch sizes from a comma list; positive integers only."""
+    """Batch sizes from a comma list; whole numbers in :data:`BATCH_SIZE` only."""
     if v is None:
         return DEFAULT_BATCH_SIZES
     sizes: list[int] = []
@@ -417,10 +464,15 @@ def parse_batch_sizes(v: Value | None) -> tuple[int, ...]:
         part = part.strip()
         if not part:
             continue
-        if not part.isdigit() or int(part) <= 0:
-            raise SettingsError(f"{v.origin}: batch size {part!r} is not a positive integer")
-        if int(part) not in sizes:
-            sizes.append(int(part))
+        try:
+            size = BATCH_SIZE.parse(part)
+        except InvalidValue:
+            raise SettingsError(
+                f"{v.origin}: batch size {shown(part)} is not a positive integer "
+                f"<= {BATCH_SIZE.high:.0f}"
+            ) from None
+        if size not in sizes:
+            sizes.append(size)
     if not sizes:
         raise SettingsError(f"{v.origin}: no batch size given")
     return tuple(sizes)
@@ -460,9 +512,9 @@ def yes_no(v: Value) -> bool:
 def build_control(config: pytest.Config) -> ControlSettings:
     """Read the control options; raise :class:`SettingsError` naming the source."""
     v = lookup(config, CONTROL_OPTIONS["settle_s"], "edge_ctl_settle_s")
-    settle = _positive_float(v, allow_zero=True) if v is not None else None
+    settle = checked(v, SETTLE_S) if v is not None else None
     w = lookup(config, CONTROL_OPTIONS["lock_timeout_s"], "edge_ctl_lock_timeout_s")
-    wait_s = _positive_float(w, allow_zero=True) if w is not None else DEFAULT_LOCK_TIMEOUT_S
+    wait_s = checked(w, LOCK_TIMEOUT_S) if w is not None else DEFAULT_LOCK_TIMEOUT_S
     return ControlSettings(_flag(config, "dry_run"), _flag(config, "force_mode"), settle, wait_s)
 
 
@@ -591,6 +643,7 @@ SEARCH_OPTIONS: dict[str, Option] = {
         "points --edge-search profiles per test (the dvfs reference not counted)",
         None,
         metavar="N",
+        allowed=TRIALS,
     ),
     "power_budget_w": Option(
         "--edge-power-budget-w",
@@ -599,6 +652,7 @@ SEARCH_OPTIONS: dict[str, Option] = {
         "--edge-search: mean power a point may draw",
         None,
         metavar="W",
+        allowed=POWER_BUDGET_W,
     ),
     "latency_budget_s": Option(
         "--edge-latency-budget-s",
@@ -607,6 +661,7 @@ SEARCH_OPTIONS: dict[str, Option] = {
         "--edge-search: time per item (per test window without items) a point may take",
         None,
         metavar="S",
+        allowed=LATENCY_BUDGET_S,
     ),
     "seed": Option(
         "--edge-seed",
@@ -615,6 +670,7 @@ SEARCH_OPTIONS: dict[str, Option] = {
         "--edge-search: seed of the random, optuna and auto strategies (default 0)",
         "0",
         metavar="K",
+        allowed=SEED,
     ),
     "resume": Option(
         "--edge-search-resume",
@@ -660,9 +716,9 @@ def add_search_options(parser: pytest.Parser) -> None:
             dest=f"edge_search_{key}",
             default=None,
             metavar=opt.metavar,
-            help=f"{opt.help} (env {opt.env}, ini {opt.ini})",
+            help=f"{opt.full_help} (env {opt.env}, ini {opt.ini})",
         )
-        parser.addini(opt.ini, help=f"{opt.help} (env {opt.env})", default=None)
+        parser.addini(opt.ini, help=f"{opt.full_help} (env {opt.env})", default=None)
 
 
 def _search_value(config: pytest.Config, key: str) -> Value | None:
@@ -697,9 +753,7 @@ def build_search(config: pytest.Config) -> SearchSettings | None:
     trials_v = _search_value(config, "trials")
     if trials_v is None:
         raise SettingsError("--edge-search needs --edge-trials=N: how many points to profile")
-    trials = _integer(trials_v)
-    if trials < 1:
-        raise SettingsError(f"{trials_v.origin}: {trials_v.text!r}: at least 1 trial is needed")
+    trials = checked(trials_v, TRIALS)
     seed_v = _search_value(config, "seed")
     resume_v = _search_value(config, "resume")
     resume = Path(resume_v.text) if resume_v is not None else None
@@ -719,16 +773,11 @@ def build_search(config: pytest.Config) -> SearchSettings | None:
         strategy=strategy.text,
         objective=objective.text,
         trials=trials,
-        power_budget_w=_positive_float(budgets[0]) if budgets[0] is not None else None,
-        latency_budget_s=_positive_float(budgets[1]) if budgets[1] is not None else None,
-        seed=_integer(seed_v) if seed_v is not None else 0,
+        power_budget_w=checked(budgets[0], POWER_BUDGET_W) if budgets[0] is not None else None,
+        latency_budget_s=(
+            checked(budgets[1], LATENCY_BUDGET_S) if budgets[1] is not None else None
+        ),
+        seed=checked(seed_v, SEED) if seed_v is not None else 0,
         resume=resume,
         prior=prior,
     )
-
-
-def _integer(v: Value) -> int:
-    try:
-        return int(v.text.strip())
-    except ValueError:
-        raise SettingsError(f"{v.origin}: {v.text!r} is not an integer") from None

@@ -12,12 +12,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import InvalidValue
+from ..ranges import IntRange
 from .driver import Search, SearchResult
 from .objective import OBJECTIVES, Objective
 from .replay import ReplayOracle, ReplayTable, read_replay
 from .strategies import make_strategy
 from .strategy import STRATEGIES
 from .trial import Trial
+
+SEED = IntRange(0, 2**32 - 1)
+"""numpy's and optuna's seed range, as ``--edge-seed``'s."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help=f"{', '.join(STRATEGIES)} (default auto)",
     )
-    p.add_argument("--seed", type=int, default=0, metavar="K", help="default 0")
+    p.add_argument(
+        "--seed", type=SEED, default=0, metavar="K", help=f"default 0; {SEED.describe()}"
+    )
     p.add_argument(
         "--where",
         action="append",

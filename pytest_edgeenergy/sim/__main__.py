@@ -9,7 +9,16 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from ..ranges import FloatRange, IntRange
 from .models import MODEL_NAMES
+
+RUN_SECONDS = FloatRange(0.0, 86400.0, "s", above_low=True)
+"""``run --seconds``: up to a day; without it the board runs until stopped."""
+UPDATE_INTERVAL_MS = FloatRange(1.0, 1000.0, "ms")
+"""``create --update-interval-ms``: hwmon's ``update_interval`` is whole ms, >= 1."""
+SEED = IntRange(0, 2**32 - 1)
+PID = IntRange(1, 2**22)
+"""Linux's largest ``pid_max`` (``PID_MAX_LIMIT`` on 64-bit)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -19,10 +28,20 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run_p = sub.add_parser("run", help="animate a virtual board until stopped")
     run_p.add_argument("root", type=Path)
-    run_p.add_argument("--seconds", type=float, default=None, help="stop after S seconds")
-    run_p.add_argument("--seed", type=int, default=None, help="noise seed (reproducible runs)")
     run_p.add_argument(
-        "--parent-pid", type=int, default=None, help="stop when this parent process is gone"
+        "--seconds",
+        type=RUN_SECONDS,
+        default=None,
+        help=f"stop after S seconds (default: until stopped); {RUN_SECONDS.describe()}",
+    )
+    run_p.add_argument(
+        "--seed",
+        type=SEED,
+        default=None,
+        help=f"noise seed (reproducible runs); {SEED.describe()}",
+    )
+    run_p.add_argument(
+        "--parent-pid", type=PID, default=None, help="stop when this parent process is gone"
     )
     run_p.add_argument(
         "--remove-when-orphaned",
@@ -32,7 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     create_p = sub.add_parser("create", help="write a virtual board tree and exit")
     create_p.add_argument("model", help=f"one of: {', '.join(MODEL_NAMES)}")
     create_p.add_argument("root", type=Path)
-    create_p.add_argument("--update-interval-ms", type=float, default=5.0)
+    create_p.add_argument(
+        "--update-interval-ms",
+        type=UPDATE_INTERVAL_MS,
+        default=5.0,
+        help=f"default 5; {UPDATE_INTERVAL_MS.describe()}",
+    )
     return parser
 
 
