@@ -5,6 +5,10 @@ number of timed calls and closes it.
 ``benchmark.pedantic`` make the calls, one round per repeat and ``iterations`` = calls per
 repeat: a window opens before its round and closes in pedantic's ``teardown``, both outside
 pedantic's timer, so its timings are of exactly the calls the windows measured.
+
+``stop_if`` ends :meth:`Repeats.run` after the repeat it returns True for (a repeat too short
+to keep: ``edge_bench`` then measures every repeat again with more calls); pedantic's rounds
+always all run.
 """
 
 from __future__ import annotations
@@ -49,11 +53,13 @@ class Repeats:
         setup: Callable[[], object] | None = None,
         on_repeat: Callable[[RepeatResult], None] | None = None,
         scenario: Scenario | None = None,
+        stop_if: Callable[[RepeatResult], bool] | None = None,
+        label_suffix: str = "",
     ) -> None:
         """``torch``: the torch module on CUDA devices (synchronised at window edges and
         after each call), else None. ``setup`` runs before each window is opened.
         ``scenario`` (not offline): each window runs ``calls`` queries on its schedule
-        (:func:`.scenarios.run_schedule`)."""
+        (:func:`.scenarios.run_schedule`). ``label_suffix`` ends each window's label."""
         self._session = session
         self._nodeid = nodeid
         self._fn = fn
@@ -66,6 +72,10 @@ class Repeats:
         self._peak = peak
         self._setup = setup
         self._on_repeat = on_repeat
+        self._stop_if = stop_if
+        self._label_suffix = label_suffix
+        self.stopped = False
+        """True when ``stop_if`` ended :meth:`run` before all ``n`` repeats."""
         self._scenario = scenario if scenario is not None and not scenario.offline else None
         self._schedule: Schedule | None = None
         self.results: list[RepeatResult] = []
@@ -105,6 +115,9 @@ class Repeats:
                         sync()
                         append(perf() - t0)
                 self._close()
+                if self._stop_if is not None and self._stop_if(self.results[-1]):
+                    self.stopped = True
+                    break
         finally:
             self._abort()
         return self.results
@@ -161,7 +174,9 @@ class Repeats:
         gc.collect()  # collect the previous repeat's garbage outside the window
         gc.disable()
         try:
-            self._handle = self._session.begin(self._nodeid, f"{self._label} {i + 1}/{self.n}")
+            self._handle = self._session.begin(
+                self._nodeid, f"{self._label} {i + 1}/{self.n}{self._label_suffix}"
+            )
         except BaseException:
             self._restore_gc()
             raise

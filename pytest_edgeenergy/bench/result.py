@@ -41,6 +41,7 @@ __all__ = [
     "BenchReport",
     "BenchResult",
     "DerivedMetric",
+    "Extension",
     "PhaseResult",
     "RepeatResult",
     "merge_report",
@@ -149,6 +150,44 @@ class RepeatResult:
         }
 
 
+@dataclass(frozen=True)
+class Extension:
+    """A repeat too short for the meter to judge (the host got faster after the warm-up, or
+    the sampler fell behind): its attempt was dropped and every repeat was measured again
+    with more calls."""
+
+    repeat: int
+    """1-based index of the short repeat in the dropped attempt."""
+    calls: int
+    """Calls per repeat of the dropped attempt."""
+    duration_s: float
+    samples: int
+    reason: str
+    """Why the meter could not judge the short repeat's window."""
+    repeats_measured: int
+    """Repeats the dropped attempt had measured (the short one last)."""
+    calls_after: int
+    """Calls per repeat of the next attempt."""
+
+    @property
+    def text(self) -> str:
+        return (
+            f"repeat {self.repeat} of {self.calls} calls took {self.duration_s:.3g} s "
+            f"({self.reason}): measured again with {self.calls_after} calls per repeat"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repeat": self.repeat,
+            "calls": self.calls,
+            "seconds": _finite(self.duration_s),
+            "samples": self.samples,
+            "reason": self.reason,
+            "repeats_measured": self.repeats_measured,
+            "calls_after": self.calls_after,
+        }
+
+
 def _op_text(op: object) -> str:
     """The point's one short label (``15W gpu612MHz``, ``gpu min``, ``dvfs``), as reports
     and compare print it (:func:`.report.keys.op_label`)."""
@@ -213,6 +252,9 @@ class BenchResult:
     """Wall time of each warm-up call, s."""
     calibration: str | None = None
     """Why calls per repeat were raised above the requested work; None when they were not."""
+    extensions: list[Extension] = field(default_factory=list)
+    """Each time a repeat came out too short and every repeat was measured again with more
+    calls (the dropped attempts' windows are not in :attr:`repeats`)."""
     residency: dict[str, dict[int, float]] = field(default_factory=dict)
     temperature_start_c: dict[str, float | None] = field(default_factory=dict)
     temperature_end_c: dict[str, float | None] = field(default_factory=dict)
@@ -323,6 +365,7 @@ class BenchResult:
             "items_per_repeat": self.items_per_repeat,
             "calls_per_repeat": self.calls_per_repeat,
             "calibration": self.calibration,
+            "extensions": [e.to_json() for e in self.extensions],
             "warmup_s": [_finite(x) for x in self.warmup_s],
             "repeats": [r.to_json() for r in self.repeats],
             "residency": residency_to_json(self.residency),
@@ -337,11 +380,13 @@ class BenchResult:
         return {"scenario": summary} if summary is not None else {}
 
     def shape(self) -> dict[str, int]:
-        """Work per call and per repeat, and the number of repeats."""
+        """Work per call and per repeat, the number of repeats, and how many times the
+        repeats were measured again with more calls (too short)."""
         return {
             "items_per_call": self.items_per_call,
             "items_per_repeat": self.items_per_repeat,
             "repeats": len(self.repeats),
+            "extensions": len(self.extensions),
         }
 
     def extra_info(self) -> dict[str, Any]:

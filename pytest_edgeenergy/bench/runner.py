@@ -4,7 +4,12 @@
 doing a FIXED amount of work (``ceil(items / items_per_call)`` calls). When the warm-up shows
 a repeat would be shorter than the minimum window (``--edge-min-window-s``, and what the
 meter needs for its minimum duration and sample count), every repeat gets more calls, the
-same number for all, and the items actually done are recorded. Inside windows the garbage
+same number for all, and the items actually done are recorded. A repeat that still comes out
+too short for the meter to judge (shorter than its minimum duration, or too few samples: the
+host got faster after the warm-up, the sampler fell behind, a server schedule drew short gaps)
+is not kept: every repeat is measured again with more calls, scaled from the short repeat's
+time to reach the minimum window with the same margin, at least twice as many, at most
+:data:`MAX_EXTENSIONS` times; the result records each extension. Inside windows the garbage
 collector is off (restored afterwards, also on error); on ``cuda`` devices CUDA is
 synchronised at the window edges and after each call, so per-call latency is real.
 
@@ -23,6 +28,7 @@ import gc
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
@@ -34,6 +40,7 @@ from .result import (
     BenchReport,
     BenchResult,
     DerivedMetric,
+    Extension,
     PhaseResult,
     RepeatResult,
     merge_report,
@@ -51,8 +58,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CALIBRATION_MARGIN",
     "MAX_CALLS_PER_REPEAT",
+    "MAX_EXTENSIONS",
     "PROGRESS_AFTER_S",
     "EdgeBench",
+    "extend_calls",
     "plan_calls",
 ]
 
@@ -63,6 +72,8 @@ CALIBRATION_MARGIN = 1.2
 MAX_CALLS_PER_REPEAT = 2_000_000
 """Bounds the latency array (16 MB); a sub-microsecond call capped here may give a window
 too short for the meter, which then says INVALID."""
+MAX_EXTENSIONS = 3
+"""How many times a run's repeats are measured again after one came out too short."""
 PROGRESS_AFTER_S = 10.0
 """Without ``-v``, progress lines start once a run has taken this long."""
 RESIDENCY_INTERVAL_S = 0.1
@@ -90,6 +101,22 @@ def plan_calls(
         f"{required_s:.3g} s: {calls} calls per repeat (warm-up call {per_call_s:.3g} s)"
     )
     return calls, why
+
+
+def extend_calls(
+    calls: int, duration_s: float, mean_call_s: float | None, required_s: float
+) -> int:
+    """Calls per repeat after a repeat of ``calls`` calls took ``duration_s``, too short for
+    the meter: enough for the minimum window ``required_s`` with the calibration margin, at
+    the faster of the window's time per call and ``mean_call_s`` (the mean call latency;
+    None for a paced schedule, whose window time is its arrivals'), at least twice
+    ``calls``, at most :data:`MAX_CALLS_PER_REPEAT`."""
+    per_call_s = duration_s / calls if calls > 0 else 0.0
+    if mean_call_s is not None:
+        per_call_s = min(per_call_s, mean_call_s)
+    per_call_s = per_call_s if math.isfinite(per_call_s) and per_call_s > 0 else 1e-9
+    wanted = math.ceil(required_s * CALIBRATION_MARGIN / per_call_s)
+    return min(max(2 * calls, wanted), MAX_CALLS_PER_REPEAT)
 
 
 def _cuda(device: str) -> bool:
@@ -223,7 +250,8 @@ class EdgeBench:
         ``setup`` runs (unmeasured) before the warm-up and before each repeat's window.
         ``repeats``, ``items``, ``min_window_s`` override the session's settings for this
         run; ``calibrate=False`` keeps exactly the requested work even when windows get
-        too short (they are then reported INVALID by the meter). ``scenario`` overrides
+        too short (no calibration, no extension: they are then reported INVALID by the
+        meter). ``scenario`` overrides
         ``--edge-scenario`` for this run: other than offline, each repeat runs its queries
         (one call each) on the scenario's schedule (:mod:`.scenarios`); a paced schedule
         shorter than the minimum window gets more queries.
@@ -253,14 +281,11 @@ class EdgeBench:
         warm_s = self._warmup(fn, n_warmup, cuda)
         base_calls = math.ceil(n_items / items_per_call)
         scen = scenario if scenario is not None else s.scenario
+        required_s = self._required_s(meter, window_s)
         if scen.paced:
-            calls, why = plan_queries(
-                scen, base_calls, self._required_s(meter, window_s), calibrate=calibrate
-            )
+            calls, why = plan_queries(scen, base_calls, required_s, calibrate=calibrate)
         else:
-            calls, why = plan_calls(
-                base_calls, warm_s, self._required_s(meter, window_s), calibrate=calibrate
-            )
+            calls, why = plan_calls(base_calls, warm_s, required_s, calibrate=calibrate)
         params = {**scen.params(), **(params or {})}
 
         from ..control.residency import ResidencySampler
@@ -271,29 +296,53 @@ class EdgeBench:
             residency = ResidencySampler(self._session.board, interval_s=RESIDENCY_INTERVAL_S)
             residency.start()
         started = time.perf_counter()
-        loop = Repeats(
-            self._session,
-            self.nodeid,
-            fn,
-            calls=calls,
-            items_per_call=items_per_call,
-            n=n_repeats,
-            label=label,
-            torch=_torch() if cuda else None,
-            root=root,
-            peak=self._peak,
-            setup=setup,
-            on_repeat=lambda rep: self._emit(self._progress_line(label, rep, n_repeats), started),
-            scenario=scen,
-        )
+        extensions: list[Extension] = []
+
+        def attempt(calls: int) -> Repeats:
+            return Repeats(
+                self._session,
+                self.nodeid,
+                fn,
+                calls=calls,
+                items_per_call=items_per_call,
+                n=n_repeats,
+                label=label,
+                torch=_torch() if cuda else None,
+                root=root,
+                peak=self._peak,
+                setup=setup,
+                on_repeat=lambda rep: self._emit(
+                    self._progress_line(label, rep, n_repeats), started
+                ),
+                scenario=scen,
+                stop_if=lambda rep: (
+                    calibrate
+                    and len(extensions) < MAX_EXTENSIONS
+                    and self._extension(rep, calls, required_s, scen.paced) is not None
+                ),
+                label_suffix=f" (extended {len(extensions)})" if extensions else "",
+            )
+
         benchmark = self._benchmark
+        driven = benchmark is not None and bridge.unused(benchmark)
         try:
-            if benchmark is not None and bridge.unused(benchmark):
-                reps = loop.run_with(benchmark)
-            else:
-                reps = loop.run()
+            loop = attempt(calls)
+            reps = loop.run_with(benchmark) if driven else loop.run()
+            while calibrate and len(extensions) < MAX_EXTENSIONS:
+                ext = self._first_extension(reps, calls, required_s, scen.paced)
+                if ext is None:
+                    break
+                extensions.append(ext)
+                self._emit(f"edge_bench {self.nodeid} [{label}] {ext.text}", started)
+                calls = ext.calls_after
+                reps = attempt(calls).run()
         finally:
             res = residency.stop() if residency is not None else {}
+        if extensions:
+            notes = [e.text for e in extensions]
+            if driven:
+                notes.append("pytest-benchmark timed the first attempt only")
+            why = "; ".join([why, *notes] if why is not None else notes)
         result = BenchResult(
             label=label,
             params=self._with_point(params),
@@ -304,6 +353,7 @@ class EdgeBench:
             repeats=reps,
             warmup_s=warm_s,
             calibration=why,
+            extensions=extensions,
             residency=res,
             temperature_start_c=temps_start,
             temperature_end_c=_temperatures(root),
@@ -313,6 +363,51 @@ class EdgeBench:
         self._results.append(result)
         self._fill_extra_info()
         return result
+
+    def _extension(
+        self, rep: RepeatResult, calls: int, required_s: float, paced: bool
+    ) -> Extension | None:
+        """How to measure again after ``rep`` (one of ``calls`` calls): None unless its window
+        is shorter than the meter's minimum duration or has too few samples, or when more
+        calls are not possible. The new calls aim above ``required_s``."""
+        meter = self._session.meter
+        if meter is None:
+            return None
+        rules = meter.rules
+        short = rep.duration_s < rules.min_duration_s
+        sparse = rep.window.samples < rules.min_samples
+        if not (short or sparse):
+            return None
+        lat = rep.latency
+        mean_s = lat.mean_s if lat is not None and not paced else None
+        after = extend_calls(calls, rep.duration_s, mean_s, required_s)
+        if after <= calls:
+            return None
+        why = []
+        if sparse:
+            why.append(f"{rep.window.samples} samples < min_samples {rules.min_samples}")
+        if short:
+            why.append(f"< minimum {rules.min_duration_s:.3g} s")
+        return Extension(
+            repeat=rep.index + 1,
+            calls=calls,
+            duration_s=rep.duration_s,
+            samples=rep.window.samples,
+            reason=", ".join(why),
+            repeats_measured=rep.index + 1,
+            calls_after=after,
+        )
+
+    def _first_extension(
+        self, reps: Sequence[RepeatResult], calls: int, required_s: float, paced: bool
+    ) -> Extension | None:
+        """The extension the first too-short repeat of an attempt asks for (pedantic's
+        rounds all run: its attempt counts every round as measured)."""
+        for rep in reps:
+            ext = self._extension(rep, calls, required_s, paced)
+            if ext is not None:
+                return replace(ext, repeats_measured=len(reps))
+        return None
 
     def _warmup(self, fn: Callable[[], object], n: int, cuda: bool) -> list[float]:
         perf = time.perf_counter
