@@ -19,6 +19,7 @@ from pytest_edgeenergy.bench.scenarios import (
     run_schedule,
     schedule_metrics,
 )
+from pytest_edgeenergy.bench.settings import LATENCY_BOUND_S, RATE_PER_S
 from pytest_edgeenergy.errors import InvalidValue
 
 
@@ -152,7 +153,10 @@ def _parse(name: str, rate: str | None, bound: str | None = None) -> Scenario:
     )
 
 
-@given(rate=st.floats(1e-6, 1e6), bound=st.none() | st.floats(1e-6, 1e3))
+@given(
+    rate=st.floats(RATE_PER_S.low, RATE_PER_S.high),
+    bound=st.none() | st.floats(1e-6, LATENCY_BOUND_S.high),
+)
 def test_rates_and_bounds_round_trip_through_the_options(rate: float, bound: float | None) -> None:
     s = _parse(" Fixed-Rate ", repr(rate), None if bound is None else repr(bound))
     assert (s.name, s.rate_hz, s.latency_bound_s) == ("fixed-rate", rate, bound)
