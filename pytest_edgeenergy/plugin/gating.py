@@ -117,9 +117,12 @@ def _gate(
 ) -> Outcome:
     """The gate's verdict on this run's report, its lines appended to ``lines``. A baseline
     that cannot be used (unreadable, no usable one in a directory, a total defined otherwise)
-    is bad input, a usage error; so is an expression no result carries."""
-    from ..report.gate import GateExprError, gate_against, render_verdict
+    is bad input, a usage error; so is an expression no result carries. Baselines made by
+    ``edgeenergy ab`` are judged by its paired rule, others with a note on between-run drift
+    (:func:`.report.paired.gate_baselines`)."""
+    from ..report.gate import GateExprError, render_verdict
     from ..report.load import ReportError, load_report
+    from ..report.paired import gate_baselines
 
     baseline = gate.baseline
     assert baseline is not None  # run_gate gates only with a baseline
@@ -129,7 +132,7 @@ def _gate(
         lines.append(f"edgeenergy gate: this run's report cannot be read: {e}")
         return "failed"
     try:
-        verdict = gate_against(
+        verdict = gate_baselines(
             baseline, report, gate.fail, overrides, strict=gate.fail_insufficient
         )
     except (GateExprError, ReportError) as e:  # a ReportError here is a baseline's
