@@ -1,6 +1,6 @@
 """The ``edgeenergy`` command: virtual boards, board inspection, measuring, logs, reports.
 
-Exit codes: 0 success, 1 a gate failed (``compare --fail``), 2 bad input or a board that
+Exit codes: 0 success, 1 a gate failed (``compare --fail``, ``ab``), 2 bad input or a board that
 cannot be used (the message names the thing and what is allowed; never a traceback).
 Every number has an allowed range (:mod:`.ranges`), checked by argparse.
 """
@@ -95,6 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     # Listed for --help; main() hands their arguments to their own parsers.
     sub.add_parser("tegrastats-energy", help="integrate a tegrastats log (see its --help)")
     sub.add_parser("compare", help="compare reports, gate regressions (see its --help)")
+    sub.add_parser(
+        "ab", help="measure two versions interleaved on one board and gate (see its --help)"
+    )
     sub.add_parser("search", help="search a replayed profile table (see its --help)")
     return p
 
@@ -105,6 +108,10 @@ def _passthrough(command: str, rest: list[str]) -> int:
         from .report.compare import compare_main
 
         return compare_main(rest)
+    if command == "ab":
+        from .ab.main import ab_main
+
+        return ab_main(rest)
     if command == "search":
         from .search.cli import search_main
 
@@ -117,7 +124,7 @@ def _passthrough(command: str, rest: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] in ("compare", "search", "tegrastats-energy"):
+        if argv and argv[0] in ("ab", "compare", "search", "tegrastats-energy"):
             return _passthrough(argv[0], argv[1:])
         return _dispatch(_parser().parse_args(argv))
     except BrokenPipeError:  # output piped into `head`: not an error of ours

@@ -3,8 +3,10 @@
 actionlint checks the workflow; its own steps' shell scripts are then run here as the runner
 would run them: the benchmark step on a virtual Orin Nano (its pytest command line taken
 from the workflow, ``suites/`` swapped for a tiny benchmark), the comparison step with the
-real ``edgeenergy compare``, the pruning of old baselines on plain files. The scenarios are
-the ones the README promises: first run, steady state, a baseline from another device.
+real ``edgeenergy compare``, the pruning of old baselines on plain files, and a pull
+request's A/B step (its ``edgeenergy ab`` command line, the base commit swapped for a
+directory). The scenarios are the ones the README promises: first run, steady state, a
+baseline from another device, a pull request measured beside its base.
 """
 
 from __future__ import annotations
@@ -414,8 +416,27 @@ def test_recipe_shape(workflow: dict[str, Any]) -> None:
     summary = _step(workflow, name="Comparison in the step summary")
     assert _index(workflow, restore) < _index(workflow, bench) < _index(workflow, save)
     assert _index(workflow, bench) < _index(workflow, summary)
-    assert upload["if"] == summary["if"] == "always()"
+    assert upload["if"] == "always()"
     assert "${{ env.REPORT }}" in upload["with"]["path"]
+    assert "${{ env.AB_REPORTS }}/" in upload["with"]["path"]
+
+    # A pull request runs the A/B step (after fetching its base), everything else the
+    # baseline gate; the summary step is the baseline gate's (ab writes its own verdict).
+    ab = _step(workflow, id="ab")
+    fetch = _step(workflow, name="Fetch the base commit")
+    assert "continue-on-error" not in ab
+    assert _index(workflow, fetch) < _index(workflow, ab) < _index(workflow, upload)
+
+    def runs(step: dict[str, Any], event: str) -> bool:
+        condition = step.get("if", "true").replace("always()", "true")  # a job that goes on
+        return _evaluate(condition, _context(workflow, event)) is True
+
+    for event in ("pull_request", "push", "schedule", "workflow_dispatch"):
+        pr = event == "pull_request"
+        assert runs(ab, event) is runs(fetch, event) is pr, event
+        assert runs(bench, event) is runs(restore, event) is (not pr), event
+        assert runs(summary, event) is (not pr), event
+    assert "always()" in summary["if"]
     # What main saves, later runs restore: the save key starts with the restore prefix.
     assert save["with"]["key"].startswith(restore["with"]["restore-keys"])
     assert save["with"]["path"] == restore["with"]["path"] == "${{ env.EDGE_BASELINES }}"
@@ -460,19 +481,19 @@ def test_first_run_then_steady_state(
     assert done.returncode == 0, done.stdout + done.stderr
     assert summary.startswith("### Energy comparison") and "no baseline" in summary
 
-    # Steady state, a pull request in a fresh job: gated against main's baseline, passes,
-    # saves nothing.
+    # Steady state, the next push to main in a fresh job: gated against main's baseline,
+    # passes, and joins the baselines.
     _fresh_checkout(pytester, tmp_path / "artifact-1")
-    second, _ = _bench(pytester, workflow, "pull_request")
+    second, _ = _bench(pytester, workflow, "push")
     out = second.stdout.str()
     assert second.ret == 0, out + second.stderr.str()
     assert "against baselines/sim-orin-nano-" in out and "edgeenergy gate: passed" in out
-    assert "baseline saved" not in out
+    assert "baseline saved to" in out
     assert report.is_file()
-    assert len(list(baselines.glob("*.json"))) == 1
+    assert len(list(baselines.glob("*.json"))) == 2
 
     # The step summary: Markdown from edgeenergy compare, the gate naming main's baseline.
-    done, summary = _summary_step(pytester, workflow, "pull_request")
+    done, summary = _summary_step(pytester, workflow, "push")
     assert done.returncode == 0, done.stdout + done.stderr
     assert summary.startswith("### Energy comparison")
     assert "| workload |" in summary and "|---|" in summary
@@ -494,11 +515,11 @@ def test_baseline_from_another_device_is_no_baseline(
     assert saved.ret == 0, saved.stdout.str()
     assert len(list((pytester.path / "baselines").glob("sim-nano-*.json"))) == 1
 
-    result, _ = _bench(pytester, workflow, "pull_request")
+    result, _ = _bench(pytester, workflow, "push")
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(["*no baseline for this device*"])
 
-    done, summary = _summary_step(pytester, workflow, "pull_request")
+    done, summary = _summary_step(pytester, workflow, "push")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no baseline for this device" in summary
 
@@ -506,7 +527,7 @@ def test_baseline_from_another_device_is_no_baseline(
 def test_summary_step_without_a_report_says_so(
     pytester: pytest.Pytester, workflow: dict[str, Any]
 ) -> None:
-    done, summary = _summary_step(pytester, workflow, "pull_request")
+    done, summary = _summary_step(pytester, workflow, "push")
     assert done.returncode == 0, done.stderr
     assert "no energy report" in summary
 
@@ -531,3 +552,64 @@ def test_only_the_newest_baselines_are_kept(
 
     shutil.rmtree(baselines)  # nothing saved (a run that stopped early): nothing to do
     assert _run_script(step["run"], env, pytester.path).returncode == 0
+
+
+def _ab_args(workflow: dict[str, Any], ctx: dict[str, Any], cwd: Path) -> list[str]:
+    """The A/B step's ``edgeenergy ab`` arguments, as its script passes them to sudo."""
+    step = _step(workflow, id="ab")
+    argv_file = cwd / ".argv"
+    shim = f"sudo() {{ printf '%s\\0' \"$@\" > {shlex.quote(str(argv_file))}; }}\n"
+    done = _run_script(step["run"], _step_env(workflow, step, ctx), cwd, prelude=shim)
+    assert done.returncode == 0, done.stderr
+    argv = argv_file.read_text(encoding="utf-8").split("\0")[:-1]
+    argv_file.unlink()
+    assert argv[:2] == ["-E", "env"] and argv[2].startswith("PATH="), argv
+    assert argv[3:5] == ["edgeenergy", "ab"], argv
+    return argv[5:]
+
+
+def test_pull_request_is_measured_beside_its_base(
+    pytester: pytest.Pytester, workflow: dict[str, Any]
+) -> None:
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    ctx = _context(workflow, "pull_request")
+    ctx["github"]["event"]["pull_request"] = {
+        "base": {"sha": sha},
+        "head": {"repo": {"full_name": "owner/repo"}},
+    }
+    fetch = _step(workflow, name="Fetch the base commit")
+    assert _step_env(workflow, fetch, ctx)["BASE_SHA"] == sha and '"$BASE_SHA"' in fetch["run"]
+    args = _ab_args(workflow, ctx, pytester.path)
+    assert args[args.index("--base") + 1] == sha  # the head: the checkout itself (default)
+    assert "--head" not in args and "--fail-insufficient" in args
+    assert args[args.index("--") + 1] == "suites/"
+
+    # Run it on a virtual board, the base commit a directory beside the pull request's.
+    tiny = pytester.makepyfile(test_ci_tiny=TINY)
+    base = pytester.mkdir("base")
+    shutil.copy(tiny, base)
+    argv = [str(base) if a == sha else "test_ci_tiny.py" if a == "suites/" else a for a in args]
+    env = _step_env(workflow, _step(workflow, id="ab"), ctx)
+    summary = pytester.path / "step-summary.md"
+    summary.write_text("", encoding="utf-8")
+    code = "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "ab", *argv, f"--edge-board=sim:{BOARD}", *SMALL],
+        cwd=pytester.path,
+        env={**os.environ, **env, "GITHUB_STEP_SUMMARY": str(summary)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr  # unchanged: within, strict gate
+    assert done.stdout.startswith("### Energy gate: head . against base ")
+    reports = pytester.path / env["AB_REPORTS"]
+    from pytest_edgeenergy.report.load import load_report
+
+    for name in ("A-1", "B-1", "B-2", "A-2"):
+        report = load_report(reports / f"{name}.json")
+        assert report["ab"]["side"] == name[0]
+        test = report["tests"][0]
+        assert test["params"]["operating_point"]["requested"]["power_mode"] == "15W"
+    assert summary.read_text(encoding="utf-8") == (reports / "verdict.md").read_text()
+    assert "gate passed" in summary.read_text(encoding="utf-8")

@@ -32,7 +32,9 @@ ALLOWED: dict[str, set[str]] = {
     "search": BASE | {"board", "control", "report"},
     "workloads": BASE | {"bench"},
     "plugin": BASE | {"board", "sim", "meters", "control", "report", "bench", "search"},
-    "cli": BASE | {"board", "sim", "meters", "control", "report", "bench", "search", "plugin"},
+    "ab": BASE | {"board", "sim", "control", "report"},
+    "cli": BASE
+    | {"board", "sim", "meters", "control", "report", "bench", "search", "plugin", "ab"},
 }
 
 

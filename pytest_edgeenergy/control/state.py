@@ -23,6 +23,15 @@ created exclusively (never through a link), and the rename replaces a link, neve
 A lock file records who holds it (``flock``): a live session (lock held) is told from a killed
 one (lock free: the kernel drops it); a new :class:`Session` waits for a live holder up to a
 timeout.
+
+Hand-off (``edgeenergy ab``): a holder that runs its own sessions on the board one after the
+other, and wants nothing else to measure in between, takes the lock with a random token
+(:func:`new_handoff_token`), records only its SHA-256 in the lock file and gives the token
+to its children in :data:`HANDOFF_ENV`. A :class:`Session` given that token runs inside the
+holder's lock, without taking it, when the live holder's record carries the token's digest
+AND the holder is its parent, grandparent...; it removes the token from its environment, so
+the processes it starts never inherit it. Anything else (no token, another token, a holder
+that is not an ancestor) waits or is refused as for any other holder.
 """
 
 from __future__ import annotations
@@ -33,8 +42,10 @@ import contextlib
 import datetime as _dt
 import fcntl
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import shlex
 import signal
 import sys
@@ -79,6 +90,9 @@ from .steps import (
 )
 
 STATE_VERSION = 1
+HANDOFF_ENV = "EDGEENERGY_LOCK_HANDOFF"
+"""Environment variable holding the hand-off token of the board lock's holder (see the
+module docstring); a :class:`Session` consumes it (removes it from ``os.environ``)."""
 STATE_IN_ROOT = "var/lib/edgeenergy/state.json"
 _TOOL = "pytest-edgeenergy"
 _HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -152,6 +166,9 @@ class LockHolder:
     command: str
     pins: bool | None
     """True: it has changed a knob; False: it only measures; None: not recorded."""
+    handoff: str | None = None
+    """SHA-256 (hex) of the token that lets the holder's own children run inside its lock;
+    None: it lends the lock to no one."""
 
     def describe(self) -> str:
         """``pid 123 (pytest suites/), which pins it``."""
@@ -160,7 +177,19 @@ class LockHolder:
         if len(command) > _COMMAND_SHOWN:
             command = command[: _COMMAND_SHOWN - 3] + "..."
         uses = {True: "pins it", False: "only measures it", None: "holds it"}[self.pins]
+        if self.handoff is not None and not self.pins:
+            uses = "holds it for the sessions it runs"
         return f"pid {pid}" + (f" ({command})" if command else "") + f", which {uses}"
+
+    def lends_to(self, token: str) -> bool:
+        """Whether a process given ``token`` may run inside this holder's lock: the record
+        carries the token's digest and the holder is an ancestor of this process."""
+        return (
+            self.handoff is not None
+            and self.pid is not None
+            and hmac.compare_digest(self.handoff, _token_digest(token))
+            and _is_ancestor(self.pid)
+        )
 
 
 _COMMAND_SHOWN = 400
@@ -175,6 +204,47 @@ def _command_line() -> str:
     # `python -m pytest` leaves the package's __main__.py in argv[0].
     name = f"python -m {first.parent.name}" if first.name == "__main__.py" else first.name
     return " ".join([name, *(shlex.quote(a) for a in argv[1:])])
+
+
+def new_handoff_token() -> str:
+    """A random token for :class:`StateLock` ``handoff`` (see the module docstring)."""
+    return secrets.token_hex(16)
+
+
+def _token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _parent_pid(pid: int) -> int | None:
+    """The parent of ``pid`` from ``/proc/PID/stat``; None where it cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: count after the last ')'.
+    fields = stat.rpartition(")")[2].split()
+    try:
+        return int(fields[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def _is_ancestor(pid: int) -> bool:
+    """Whether ``pid`` is this process's parent, grandparent... (beyond the parent only
+    where ``/proc`` tells)."""
+    current: int | None = os.getppid()
+    for _ in range(_MAX_ANCESTORS):
+        if current is None or current <= 0:
+            return False
+        if current == pid:
+            return True
+        if current == 1:
+            return False
+        current = _parent_pid(current)
+    return False
+
+
+_MAX_ANCESTORS = 64
 
 
 def _parse_holder(raw: bytes) -> LockHolder | None:
@@ -192,10 +262,12 @@ def _parse_holder(raw: bytes) -> LockHolder | None:
         return None
     pid = data.get("pid")
     pins = data.get("pins")
+    handoff = data.get("handoff")
     return LockHolder(
         pid if isinstance(pid, int) else None,
         str(data.get("command") or ""),
         pins if isinstance(pins, bool) else None,
+        handoff if isinstance(handoff, str) and handoff else None,
     )
 
 
@@ -205,13 +277,22 @@ class StateLock:
     The file records the holder (pid, command line, whether it pins the board or only
     measures), so a session that finds the board taken can say by whom. A lock of a dead
     process is free: the kernel dropped its flock, and the next session takes it over.
+
+    ``handoff``: a token (:func:`new_handoff_token`) whose digest the record carries, so the
+    holder's children given the token can run inside the lock (``acquire(inherit=...)``).
     """
 
-    def __init__(self, state_path: Path, *, root: Path | None = None) -> None:
+    def __init__(
+        self, state_path: Path, *, root: Path | None = None, handoff: str | None = None
+    ) -> None:
         self.path = _lock_path(state_path)
         self.root = root
         self._fd: int | None = None
         self._pins = False
+        self._handoff = _token_digest(handoff) if handoff else None
+        self.borrowed: LockHolder | None = None
+        """The holder whose lock this process runs inside (``acquire(inherit=...)``); None
+        when it holds the lock itself or not at all."""
 
     def acquire(
         self,
@@ -219,10 +300,15 @@ class StateLock:
         who: str = "a session",
         timeout_s: float = 0.0,
         on_wait: Callable[[str], None] | None = None,
+        inherit: str | None = None,
     ) -> None:
         """Take the lock, waiting up to ``timeout_s`` for a live holder to let go (polled
         with back-off; ``on_wait`` hears once that we wait). :class:`SessionBusy` names the
-        holder when it does not."""
+        holder when it does not.
+
+        ``inherit``: a hand-off token; when the live holder lends its lock for it
+        (:meth:`LockHolder.lends_to`), return at once without taking the lock
+        (:attr:`borrowed` names the holder)."""
         deadline = time.monotonic() + timeout_s
         delay_s = _FIRST_POLL_S
         told = False
@@ -232,6 +318,9 @@ class StateLock:
                 break
             if holder is None:  # it let go between our tries: try again at once
                 continue
+            if inherit and holder.lends_to(inherit):
+                self.borrowed = holder
+                return
             left_s = deadline - time.monotonic()
             if left_s <= 0:
                 raise SessionBusy(self._busy_message(holder, who, timeout_s)) from None
@@ -292,7 +381,13 @@ class StateLock:
 
     def _write_record(self) -> None:
         assert self._fd is not None
-        record = {"pid": os.getpid(), "command": _command_line(), "pins": self._pins}
+        record: dict[str, Any] = {
+            "pid": os.getpid(),
+            "command": _command_line(),
+            "pins": self._pins,
+        }
+        if self._handoff is not None:
+            record["handoff"] = self._handoff
         data = (json.dumps(record) + "\n").encode()
         os.pwrite(self._fd, data, 0)
         os.ftruncate(self._fd, len(data))
@@ -309,6 +404,7 @@ class StateLock:
         return self._fd is not None
 
     def release(self, *, remove: bool) -> None:
+        self.borrowed = None
         if self._fd is None:
             return
         if remove:
@@ -813,7 +909,10 @@ class Session:
     exit. ``dry_run`` prints every write (path, old -> new) and makes none.
 
     Another live session on the same board is waited for up to ``lock_timeout_s`` (0:
-    refused at once); ``on_lock_wait`` hears one line when the wait begins.
+    refused at once); ``on_lock_wait`` hears one line when the wait begins. A session
+    started by a holder that hands its lock to its children (``handoff``, by default the
+    token in :data:`HANDOFF_ENV`, removed from the environment at :meth:`start`) runs inside
+    that holder's lock instead (see the module docstring).
     """
 
     def __init__(
@@ -828,6 +927,7 @@ class Session:
         out: TextIO | None = None,
         lock_timeout_s: float = 0.0,
         on_lock_wait: Callable[[str], None] | None = None,
+        handoff: str | None = None,
     ) -> None:
         self.knobs = knob_set(board)
         self.state_path = (
@@ -844,6 +944,7 @@ class Session:
         self.lock_timeout_s = lock_timeout_s
         self._on_lock_wait = on_lock_wait or self._say
         self._lock = StateLock(self.state_path, root=self.knobs.root)
+        self._handoff = handoff
         self._previous: dict[int, SignalHandler] = {}
         self._active = False
         self._atexit_registered = False
@@ -881,7 +982,13 @@ class Session:
                     "protected against a concurrent session that pins the board"
                 )
             else:
-                self._lock.acquire(timeout_s=self.lock_timeout_s, on_wait=self._on_lock_wait)
+                self._lock.acquire(
+                    timeout_s=self.lock_timeout_s,
+                    on_wait=self._on_lock_wait,
+                    inherit=self._take_handoff(),
+                )
+                if self._lock.borrowed is not None:
+                    self._say(f"running inside the board lock of {self._lock.borrowed.describe()}")
                 remove_stale_temps(self.state_path.parent, suffix=self.state_path.name)
         try:
             if self.unprotected is None:
@@ -896,6 +1003,12 @@ class Session:
             self._install()
         atexit.register(self._at_exit)
         self._atexit_registered = True
+
+    def _take_handoff(self) -> str | None:
+        """The hand-off token given to this session; the environment's is removed, so the
+        processes this one starts never inherit it."""
+        inherited = os.environ.pop(HANDOFF_ENV, None)
+        return self._handoff if self._handoff is not None else inherited
 
     def _restore_leftovers(self) -> None:
         for path in dict.fromkeys([self.state_path, *state_locations(self.knobs.root)]):
@@ -950,6 +1063,7 @@ class Session:
             )
 
     def _release(self) -> None:
+        self._lock.borrowed = None
         if self._lock.held:
             self._lock.release(remove=not self.state_path.exists())
             if self.state_path == self.knobs.root / STATE_IN_ROOT:

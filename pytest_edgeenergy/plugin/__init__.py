@@ -25,10 +25,13 @@ if TYPE_CHECKING:
     from ..board.detect import Board
     from ..control.operating_point import OperatingPoint
     from ..meters.meter import IdleBaseline, Window, WindowResult
+    from .only import OnlySelection
     from .search import LiveSearch
     from .session import EnergySession, OpenWindow
 
 SESSION_KEY = pytest.StashKey["EnergySession"]()
+ONLY_KEY: pytest.StashKey[OnlySelection] = pytest.StashKey()
+"""The ``--edge-only`` file's ids (stashed only when the option is given)."""
 SEARCH_KEY = pytest.StashKey["LiveSearch"]()
 """The run's operating-point search (stashed only with ``--edge-search``)."""
 SEARCH_PLUGIN = "edgeenergy-search"
@@ -62,6 +65,12 @@ def pytest_configure(config: pytest.Config) -> None:
         gate = options.build_gate(config)
         bench = bench_options.build(config)
         search = options.build_search(config)
+        if options.only_file(config) is not None:
+            from .only import read_selection
+
+            selection = read_selection(config)
+            if selection is not None:
+                config.stash[ONLY_KEY] = selection
     except options.SettingsError as e:
         raise pytest.UsageError(str(e)) from None
     if gate.baseline or gate.fail or gate.save_baseline or gate.fail_insufficient:
@@ -124,6 +133,16 @@ def _say_now(config: pytest.Config, line: str) -> None:
     capman = config.pluginmanager.get_plugin("capturemanager")
     with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
         print(line, file=sys.stderr, flush=True)
+
+
+def _say_line(config: pytest.Config, line: str) -> None:
+    """A line in pytest's own output (stderr where there is no terminal reporter)."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is None:
+        print(line, file=sys.stderr, flush=True)
+        return
+    tr.ensure_newline()
+    tr.write_line(line)
 
 
 def _open_or_stop(es: EnergySession) -> None:
@@ -243,12 +262,20 @@ def _parametrize_search(
     )
 
 
+# Last, after pytest's own -k, -m and --deselect: the order line then counts, and the
+# privileges are checked for, only the tests that will run.
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    """Drop tests not selected (``--workload``, ``--runtime``, ``--precision``); order tests
-    so the board changes state as few times as possible; check privileges and `edge_gate`
-    markers."""
+    """Drop tests not selected (``--edge-only``, ``--workload``, ``--runtime``,
+    ``--precision``); order tests so the board changes state as few times as possible;
+    check privileges and `edge_gate` markers."""
+    selection = config.stash.get(ONLY_KEY, None)
+    if selection is not None:
+        from .only import deselect as deselect_only
+
+        _say_line(config, deselect_only(config, selection, items))
     es = config.stash.get(SESSION_KEY, None)
     if es is None:
         return

@@ -145,6 +145,16 @@ OPTIONS: dict[str, Option] = {
         metavar="SECONDS",
         allowed=IDLE_S,
     ),
+    "only": Option(
+        "--edge-only",
+        "edge_only",
+        "EDGEENERGY_ONLY",
+        "run only the tests whose node ids FILE lists, one per line (blank lines and lines "
+        "starting with # ignored); the others are deselected (edgeenergy ab selects the "
+        "tests that need more rounds with it)",
+        None,
+        metavar="FILE",
+    ),
 }
 
 
@@ -303,6 +313,11 @@ def _sim_load(v: Value | None) -> float | None:
         raise SettingsError(f"{v.origin}: {problem}") from None
 
 
+def only_file(config: pytest.Config) -> Value | None:
+    """The ``--edge-only`` file (CLI > env > ini) with where it was given; None: not given."""
+    return _raw(config, "only")
+
+
 # -- the grid: operating-point dimensions and batch sizes ---------------------------------
 
 GRID_OPTIONS: dict[str, Option] = {
@@ -310,7 +325,8 @@ GRID_OPTIONS: dict[str, Option] = {
         "--power-mode",
         "edge_power_mode",
         "EDGEENERGY_POWER_MODE",
-        "nvpmodel power mode(s) by name (any case) or ID, comma-separated",
+        "nvpmodel power mode(s) by name (any case), ID or role (max = MAXN, min, default: "
+        "the same on every board), comma-separated",
         None,
         metavar="MODES",
     ),

@@ -9,6 +9,8 @@ that finished none leaves no file.
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -62,7 +64,32 @@ def open_writer(
     target = path or default_report_path(
         reports_dir, device_slug(device), datetime.now(timezone.utc)
     )
-    return ReportWriter(target, header, overwrite=overwrite)
+    document: dict[str, Any] = dict(header)
+    ab = ab_from_environment()
+    if ab is not None:
+        document["ab"] = ab
+    return ReportWriter(target, document, overwrite=overwrite)
+
+
+def ab_from_environment() -> dict[str, Any] | None:
+    """The report's ``ab`` object when ``edgeenergy ab`` runs this session (its JSON in
+    ``EDGEENERGY_AB``); None when it is not set. The writer checks its shape."""
+    from ..report.model import AB_ENV
+    from .options import SettingsError
+
+    text = os.environ.get(AB_ENV)
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise SettingsError(
+            f"{AB_ENV} (environment): not a JSON object; edgeenergy ab sets it for the "
+            "sessions it runs, unset it otherwise"
+        )
+    return value
 
 
 def window_metrics(windows: Sequence[WindowResult]) -> dict[str, Metric]:

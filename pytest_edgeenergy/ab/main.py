@@ -1,0 +1,438 @@
+"""``edgeenergy ab``: the command line, a live A/B run, and the offline ``--reports`` form.
+
+Exit codes, as ``compare``: 0 the gate passed, 1 a significant regression (or, with
+``--fail-insufficient``, a test that could not be judged), 2 bad input: a bad ref or
+directory, a bad option, a session that did not run to the end (naming the round and the
+side, with its last lines), reports of different devices, an odd number of reports.
+130 after Ctrl-C, 143 after SIGTERM (the worktrees, the virtual board and the lock are
+cleaned up first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from ..errors import EdgeEnergyError
+from ..ranges import IntRange
+from ..report.gate import (
+    GateExpr,
+    expr_metrics,
+    gate_view,
+    parse_expr,
+    render_verdict,
+    require_carried,
+)
+from ..report.load import load_report, require_tests
+from ..report.model import device_label
+from ..safefs import signals_held
+from ..words import counted
+from . import AbError, Terminated
+from .board import open_board
+from .checkout import prepare
+from .pytest_args import read_pytest_args, session_environment
+from .rounds import Sessions
+
+if TYPE_CHECKING:
+    from ..report.gate import GateVerdict
+
+ROUNDS = IntRange(2, 100)
+"""Rounds: a paired spread needs two at least."""
+DEFAULT_ROUNDS = 3
+DEFAULT_MAX_ROUNDS = 10
+FORMATS = ("table", "markdown")
+MAX_SHOWN_IDS = 5
+"""Test ids named in the rounds line per group (the rest counted)."""
+
+Pair = tuple[dict[str, Any], dict[str, Any]]
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``edgeenergy ab`` argument parser (the pytest arguments follow ``--``)."""
+    p = argparse.ArgumentParser(
+        prog="edgeenergy ab",
+        usage="edgeenergy ab --base REF_OR_DIR [--head REF_OR_DIR] [--rounds N] "
+        "[--max-rounds M] --fail EXPR [--fail EXPR ...] [--fail-insufficient] [--out DIR] "
+        "[--format table|markdown] -- PYTEST_ARGS...\n"
+        "       edgeenergy ab --reports A1.json B1.json A2.json B2.json ... --fail EXPR",
+        description="Measure two versions interleaved on one board (rounds in ABBA order, "
+        "the board locked for all of them) and gate B against A with paired rounds; tests "
+        "not yet decided get more rounds. Exit 0 pass, 1 regression, 2 bad input.",
+    )
+    p.add_argument(
+        "--base",
+        metavar="REF_OR_DIR",
+        help="A: an existing directory (used as is), else a git ref of the repository "
+        "around the current directory (checked out into a temporary worktree)",
+    )
+    p.add_argument(
+        "--head",
+        metavar="REF_OR_DIR",
+        default=None,
+        help="B, as --base (default: the current directory, uncommitted changes included)",
+    )
+    p.add_argument(
+        "--rounds",
+        type=ROUNDS,
+        default=DEFAULT_ROUNDS,
+        metavar="N",
+        help=f"rounds for every test (default {DEFAULT_ROUNDS}); {ROUNDS.describe()}",
+    )
+    p.add_argument(
+        "--max-rounds",
+        type=ROUNDS,
+        default=None,
+        metavar="M",
+        help="rounds at most for a test not yet decided, one more round at a time "
+        f"(default {DEFAULT_MAX_ROUNDS}, at least --rounds); {ROUNDS.describe()}",
+    )
+    p.add_argument(
+        "--fail",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="gate, e.g. energy_per_item:mean:5%% (repeatable; required)",
+    )
+    p.add_argument(
+        "--fail-insufficient",
+        action="store_true",
+        help="strict gate: a test that could not be judged (not decided after --max-rounds, "
+        "failed or invalid on a side) fails it too",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="where the sessions' reports and logs go (default: a new reports/ab-TIME)",
+    )
+    p.add_argument("--format", choices=FORMATS, default="table", help="verdict format")
+    p.add_argument(
+        "--reports",
+        nargs="+",
+        type=Path,
+        metavar="REPORT",
+        help="offline: gate saved reports, A1 B1 A2 B2 ... (reports written by one "
+        "`edgeenergy ab` run are paired by their round and side, in any order)",
+    )
+    return p
+
+
+def _say(line: str) -> None:
+    print(f"edgeenergy ab: {line}", file=sys.stderr, flush=True)
+
+
+def ab_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``edgeenergy ab``; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ab_argv, pytest_argv = _split_dashes(argv)
+    try:
+        args = parser().parse_args(ab_argv)
+    except SystemExit as exc:  # argparse printed usage and the error
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        if args.reports is not None:
+            return _offline(args, pytest_argv)
+        return _live(args, pytest_argv)
+    except (EdgeEnergyError, OSError) as e:  # a bad ref, a busy board, a failed session...
+        print(f"edgeenergy ab: error: {e}", file=sys.stderr)
+        return 2
+    except Terminated:
+        _say("terminated (SIGTERM); cleaned up")
+        return 143
+    except KeyboardInterrupt:
+        _say("interrupted; cleaned up")
+        return 130
+
+
+def _split_dashes(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    if "--" not in argv:
+        return argv, None
+    i = argv.index("--")
+    return argv[:i], argv[i + 1 :]
+
+
+def _exprs(args: argparse.Namespace) -> list[GateExpr]:
+    if not args.fail:
+        raise AbError("give the gate with --fail EXPR, e.g. --fail energy_per_item:mean:5%")
+    return [parse_expr(e) for e in args.fail]
+
+
+def _max_rounds(args: argparse.Namespace) -> int:
+    if args.max_rounds is None:
+        return max(DEFAULT_MAX_ROUNDS, int(args.rounds))
+    if args.max_rounds < args.rounds:
+        raise AbError(
+            f"--max-rounds {args.max_rounds} is below --rounds {args.rounds}: the most rounds "
+            "a test may take cannot be fewer than every test takes"
+        )
+    return int(args.max_rounds)
+
+
+# -- live ------------------------------------------------------------------------------
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def raise_terminated(signum: int, frame: FrameType | None) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _out_dir(given: Path | None) -> Path:
+    if given is None:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        given = Path("reports") / f"ab-{stamp}"
+    out = given.absolute()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise AbError(
+            f"--out {given}: exists and is not an empty directory; give a new directory "
+            "(each A/B run writes A-1.json, B-1.json, ... there)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _live(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
+    started = time.monotonic()
+    if args.base is None:
+        raise AbError("give --base REF_OR_DIR (or --reports REPORT... to gate saved reports)")
+    exprs = _exprs(args)
+    max_rounds = _max_rounds(args)
+    pytest_args = read_pytest_args(pytest_argv or [], os.environ)
+    stack = ExitStack()
+    try:
+        with _sigterm_as_interrupt():
+            scratch = Path(tempfile.mkdtemp(prefix="edgeenergy-ab-"))
+            stack.callback(shutil.rmtree, scratch, True)
+            cwd = Path.cwd()
+            head = args.head if args.head is not None else "."
+            base = prepare(args.base, "--base", cwd=cwd, scratch=scratch, stack=stack)
+            new = prepare(head, "--head", cwd=cwd, scratch=scratch, stack=stack)
+            out = _out_dir(args.out)
+            _say(f"A = base {base.describe()}")
+            _say(f"B = head {new.describe()}")
+            board = open_board(pytest_args, stack, say=_say)
+            if board.unprotected is None:
+                _say(f"board {board.name}: locked for all rounds")
+            for name in pytest_args.dropped_env:
+                _say(f"{name} is left out of the sessions' environment: ab sets it itself")
+            sessions = Sessions(
+                sides={"A": base, "B": new},
+                out=out,
+                board_root=board.root,
+                token=board.token,
+                pytest_args=pytest_args.rest,
+                environ=session_environment(os.environ),
+                session_id=secrets.token_hex(8),
+                say=_say,
+            )
+            names = (f"base {base.spec}", f"head {new.spec}")
+            verdict, pairs = _rounds(sessions, exprs, args, max_rounds, names)
+    finally:
+        with signals_held():  # a second Ctrl-C waits until everything is cleaned up
+            stack.close()
+    extra = len(pairs) - args.rounds
+    lines = _rounds_lines(verdict)
+    lines.append(
+        f"wall time {time.monotonic() - started:.1f} s: {counted(len(pairs), 'round')}"
+        + (f" ({extra} extra for undecided tests)" if extra > 0 else "")
+        + f", {sessions.count} pytest sessions; reports in {out}"
+    )
+    _show(verdict, lines, args.format, out / "verdict.md")
+    return 1 if verdict.failed else 0
+
+
+def _rounds(
+    sessions: Sessions,
+    exprs: Sequence[GateExpr],
+    args: argparse.Namespace,
+    max_rounds: int,
+    names: tuple[str, str],
+) -> tuple[GateVerdict, list[Pair]]:
+    """Run ``--rounds`` rounds, then one more at a time for the undecided tests."""
+    pairs: list[Pair] = []
+    for round_no in range(1, args.rounds + 1):
+        a, b = sessions.run_round(round_no)
+        pairs.append((a.report, b.report))
+        if round_no == 1:
+            _check_pair(pairs[0], exprs, (str(a.report_path), str(b.report_path)))
+    verdict = _verdict(pairs, exprs, args.rounds, max_rounds, args.fail_insufficient, names)
+    while _undecided(verdict) and len(pairs) < max_rounds:
+        undecided = _undecided(verdict)
+        round_no = len(pairs) + 1
+        _say(f"round {round_no}: {counted(len(undecided), 'undecided test')} measured again")
+        a, b = sessions.run_round(round_no, undecided)
+        pairs.append((a.report, b.report))
+        verdict = _verdict(pairs, exprs, args.rounds, max_rounds, args.fail_insufficient, names)
+    return verdict, pairs
+
+
+def _undecided(verdict: GateVerdict) -> list[str]:
+    return list(getattr(verdict, "undecided", []))
+
+
+def _verdict(
+    pairs: Sequence[Pair],
+    exprs: Sequence[GateExpr],
+    min_rounds: int,
+    max_rounds: int,
+    strict: bool,
+    names: tuple[str, str],
+) -> GateVerdict:
+    from ..report.paired import paired_verdict
+
+    return paired_verdict(
+        pairs,
+        exprs,
+        min_rounds=min_rounds,
+        max_rounds=max_rounds,
+        strict=strict,
+        base=names[0],
+        head=names[1],
+    )
+
+
+def _check_pair(pair: Pair, exprs: Sequence[GateExpr], names: tuple[str, str]) -> None:
+    """Both reports of one device, and every expression's metric carried by B (checked
+    after the first round, not after the last; the verdict checks the same)."""
+    _same_device([pair[0], pair[1]], list(names))
+    require_carried(gate_view(pair[1], expr_metrics(exprs)), exprs, names[1])
+
+
+def _same_device(reports: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
+    first = reports[0]["device"]
+    for report, name in zip(reports[1:], names[1:], strict=True):
+        device = report["device"]
+        if device["fingerprint"] != first["fingerprint"]:
+            raise AbError(
+                f"{name} was measured on {device_label(device)} (fingerprint "
+                f"{device['fingerprint']}), {names[0]} on {device_label(first)} "
+                f"({first['fingerprint']}): A/B pairs must come from one device"
+            )
+
+
+def _rounds_lines(verdict: GateVerdict) -> list[str]:
+    """``rounds per test: 3 for 4 tests; 6 for test_x.py::test_b``."""
+    used: Mapping[str, int] = getattr(verdict, "rounds", {})
+    groups: dict[int, list[str]] = {}
+    for test_id, n in used.items():
+        groups.setdefault(n, []).append(test_id)
+    if not groups:
+        return []
+    if len(groups) == 1:
+        ((n, ids),) = groups.items()
+        return [f"rounds per test: {n} for all {counted(len(ids), 'test')}"]
+    parts = []
+    for n in sorted(groups):
+        ids = groups[n]
+        shown = ", ".join(ids) if len(ids) <= MAX_SHOWN_IDS else counted(len(ids), "test")
+        parts.append(f"{n} for {shown}")
+    return ["rounds per test: " + "; ".join(parts)]
+
+
+def _show(verdict: GateVerdict, lines: Sequence[str], fmt: str, saved: Path | None) -> None:
+    """Print the verdict and ``lines``; the Markdown version also into ``saved`` and
+    ``$GITHUB_STEP_SUMMARY`` (when CI provides one)."""
+    markdown = render_verdict(verdict, "markdown") + "".join(f"\n- {line}" for line in lines)
+    if fmt == "markdown":
+        sys.stdout.write(markdown + "\n")
+    else:
+        sys.stdout.write(render_verdict(verdict, "table") + "".join(f"{x}\n" for x in lines))
+    sys.stdout.flush()
+    if saved is not None:
+        try:
+            saved.write_text(markdown + "\n", encoding="utf-8")
+        except OSError as e:
+            _say(f"warning: {saved}: {e.strerror or e}")
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8") as handle:
+                handle.write(markdown + "\n")
+        except OSError as e:
+            _say(f"warning: GITHUB_STEP_SUMMARY {summary}: {e.strerror or e}")
+
+
+# -- offline ---------------------------------------------------------------------------
+
+
+def _offline(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
+    if args.base is not None or args.head is not None or pytest_argv:
+        raise AbError(
+            "--reports gates saved reports: --base, --head and pytest arguments belong to a "
+            "live run"
+        )
+    exprs = _exprs(args)
+    paths: list[Path] = list(args.reports)
+    if len(paths) % 2:
+        raise AbError(
+            f"--reports takes A and B reports in pairs (A1 B1 A2 B2 ...); got "
+            f"{counted(len(paths), 'report')}, an odd count"
+        )
+    reports = []
+    for path in paths:
+        report = load_report(path)
+        require_tests(report, path)
+        reports.append(report)
+    _same_device(reports, [str(p) for p in paths])
+    pairs, names, how = _pair(paths, reports)
+    n = len(pairs)
+    if n < ROUNDS.low:
+        raise AbError(
+            f"--reports: {counted(n, 'round')} cannot be judged: paired rounds need "
+            f"{ROUNDS.low:g} at least (A1 B1 A2 B2)"
+        )
+    _check_pair(pairs[0], exprs, ("A", "B"))
+    verdict = _verdict(pairs, exprs, min(args.rounds, n), n, args.fail_insufficient, names)
+    _show(verdict, [how, *_rounds_lines(verdict)], args.format, None)
+    return 1 if verdict.failed else 0
+
+
+def _pair(
+    paths: Sequence[Path], reports: Sequence[dict[str, Any]]
+) -> tuple[list[Pair], tuple[str, str], str]:
+    """Pairs by the reports' ``ab`` objects when all come from one A/B run, else in the
+    order given; with the names of A and B and a line saying how they were paired."""
+    abs_ = [r.get("ab") for r in reports]
+    sessions = {a.get("session") for a in abs_ if isinstance(a, dict)}
+    if not all(isinstance(a, dict) for a in abs_) or len(sessions) != 1:
+        pairs = [(reports[i], reports[i + 1]) for i in range(0, len(reports), 2)]
+        line = f"paired in the order given: {counted(len(pairs), 'round')}, A first in each"
+        return pairs, ("A", "B"), line
+    by_key: dict[tuple[int, str], int] = {}
+    for i, a in enumerate(abs_):
+        assert isinstance(a, dict)
+        key = (int(a["round"]), str(a["side"]))
+        if key in by_key:
+            raise AbError(
+                f"{paths[by_key[key]]} and {paths[i]} are both side {key[1]} of round "
+                f"{key[0]} of A/B run {a['session']}"
+            )
+        by_key[key] = i
+    pairs = []
+    for round_no in sorted({r for r, _ in by_key}):
+        sides = [by_key.get((round_no, side)) for side in ("A", "B")]
+        if sides[0] is None or sides[1] is None:
+            lacking = "A" if sides[0] is None else "B"
+            raise AbError(f"round {round_no} of A/B run {sessions.pop()} lacks side {lacking}")
+        pairs.append((reports[sides[0]], reports[sides[1]]))
+    first = (pairs[0][0]["ab"]["ref"], pairs[0][1]["ab"]["ref"])
+    line = f"paired by the reports' rounds and sides: {counted(len(pairs), 'round')}"
+    return pairs, (f"base {first[0]}", f"head {first[1]}"), line

@@ -1,0 +1,174 @@
+"""What ``edgeenergy ab`` reads from the pytest arguments it is given, and what it refuses.
+
+The board options (``--edge-board``, ``--edge-root``, ``--edge-sim-load``) and the lock wait
+(``--edge-lock-timeout``) are read from the arguments, else the environment, as the plugin
+reads them: ab opens (or makes) that board once and hands every session ``--edge-root``.
+Options that ab sets for each session itself (its report, the gate, the test selection)
+are refused in the arguments and left out of the sessions' environment. ini files are not
+read: a board named only in an ini file is not seen here (the sessions then refuse the
+``--edge-root`` ab gives them, naming the conflict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..board.generations import MODEL_NAMES
+from ..errors import InvalidValue
+from ..ranges import FloatRange, shown
+from . import AbError
+
+SIM_LOAD = FloatRange(0.0, 1.0)
+LOCK_TIMEOUT_S = FloatRange(0.0, 86400.0, "s")
+DEFAULT_LOCK_TIMEOUT_S = 300.0
+
+GATE_HINT = "ab gates B against A itself: give the gate as `edgeenergy ab --fail EXPR`"
+REFUSED: dict[str, str] = {
+    "--edge-report": "ab writes each session's report into --out",
+    "--edge-report-overwrite": "ab writes each session's report into --out",
+    "--edge-baseline": GATE_HINT,
+    "--edge-fail": GATE_HINT,
+    "--edge-fail-insufficient": "use `edgeenergy ab --fail-insufficient`",
+    "--edge-save-baseline": "an A/B session is no baseline of one version; save baselines "
+    "with a plain pytest run",
+    "--edge-only": "ab selects the tests of its extra rounds itself",
+    "--edge-search": "a search picks its operating points from what it measures, so A and "
+    "B would not be measured at the same points",
+}
+"""Options ab sets for its sessions itself, and why they are refused."""
+
+DROPPED_ENV = (
+    "EDGEENERGY_REPORT",
+    "EDGEENERGY_REPORT_OVERWRITE",
+    "EDGEENERGY_BASELINE",
+    "EDGEENERGY_FAIL",
+    "EDGEENERGY_FAIL_INSUFFICIENT",
+    "EDGEENERGY_SAVE_BASELINE",
+    "EDGEENERGY_ONLY",
+    "EDGEENERGY_SEARCH",
+)
+"""The same options given in the environment: left out of the sessions' environment."""
+BOARD_ENV = ("EDGEENERGY_BOARD", "EDGEENERGY_ROOT", "EDGEENERGY_SIM_LOAD")
+"""Read by ab, then left out: every session gets ``--edge-root`` of the one board."""
+
+_VALUED = ("--edge-board", "--edge-root", "--edge-sim-load", "--edge-lock-timeout")
+_ENV_OF = {
+    "--edge-board": "EDGEENERGY_BOARD",
+    "--edge-root": "EDGEENERGY_ROOT",
+    "--edge-sim-load": "EDGEENERGY_SIM_LOAD",
+    "--edge-lock-timeout": "EDGEENERGY_LOCK_TIMEOUT",
+}
+_TAKEN = ("--edge-board", "--edge-root", "--edge-sim-load")
+"""Consumed by ab: not passed on (the sessions get ``--edge-root``)."""
+
+
+@dataclass(frozen=True)
+class PytestArgs:
+    """The pytest arguments of an A/B run, read."""
+
+    rest: list[str]
+    """What every session gets (the board options taken out)."""
+    sim_model: str | None = None
+    """``--edge-board=sim:MODEL``: ab makes one virtual board of this model."""
+    sim_load: float | None = None
+    """That board's pinned utilisation; None: it follows the host's CPU load."""
+    root: Path | None = None
+    """``--edge-root``: the board tree (absolute); None with a virtual board or ``/``."""
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+    dropped_env: list[str] = field(default_factory=list)
+    """Environment variables of :data:`DROPPED_ENV` that were set (left out)."""
+
+
+def _split(argv: Sequence[str]) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """The arguments without the board options, and each board option's last value with
+    where it came from."""
+    rest: list[str] = []
+    found: dict[str, tuple[str, str]] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg.partition("=")
+        if name in REFUSED:
+            raise AbError(f"pytest arguments: {name} is not allowed here: {REFUSED[name]}")
+        if name in _VALUED:
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise AbError(f"pytest arguments: {name} needs a value")
+                value = argv[i + 1]
+                i += 1
+            found[name] = (value, f"{name} (pytest arguments)")
+            if name not in _TAKEN:
+                rest.append(f"{name}={value}")
+        else:
+            rest.append(arg)
+        i += 1
+    return rest, found
+
+
+def read_pytest_args(argv: Sequence[str], environ: Mapping[str, str]) -> PytestArgs:
+    """Read ``argv`` (the arguments after ``--``) and the environment; :class:`AbError`
+    naming the option when one is refused or its value is bad."""
+    rest, found = _split(argv)
+    for name, env in _ENV_OF.items():
+        if name not in found and environ.get(env):
+            found[name] = (environ[env], f"{env} (environment)")
+    sim_model = _sim_model(found.get("--edge-board"))
+    root = None
+    if "--edge-root" in found:
+        text, origin = found["--edge-root"]
+        root = Path(text).absolute()
+        if not root.is_dir():
+            raise AbError(f"{origin}: {shown(text)} is not a directory")
+        if sim_model is not None:
+            raise AbError(
+                "--edge-board=sim:MODEL makes its own virtual board; to measure an existing "
+                "tree (e.g. one made by `edgeenergy sim create`) pass only --edge-root"
+            )
+    return PytestArgs(
+        rest=rest,
+        sim_model=sim_model,
+        sim_load=_sim_load(found.get("--edge-sim-load")),
+        root=root,
+        lock_timeout_s=_number(found.get("--edge-lock-timeout"), LOCK_TIMEOUT_S),
+        dropped_env=[k for k in DROPPED_ENV if environ.get(k)],
+    )
+
+
+def _sim_model(given: tuple[str, str] | None) -> str | None:
+    if given is None or given[0] == "auto":
+        return None
+    text, origin = given
+    kind, _, model = text.partition(":")
+    if kind != "sim" or model not in MODEL_NAMES:
+        raise AbError(
+            f"{origin}: {shown(text)} is not a board; use 'auto' or 'sim:MODEL' with MODEL "
+            f"one of {', '.join(MODEL_NAMES)}"
+        )
+    return model
+
+
+def _sim_load(given: tuple[str, str] | None) -> float | None:
+    if given is None or given[0] == "host":
+        return None
+    text, origin = given
+    try:
+        return SIM_LOAD.parse(text)
+    except InvalidValue:
+        raise AbError(f"{origin}: {shown(text)} is not 'host' nor a fraction 0..1") from None
+
+
+def _number(given: tuple[str, str] | None, allowed: FloatRange) -> float:
+    if given is None:
+        return DEFAULT_LOCK_TIMEOUT_S
+    text, origin = given
+    try:
+        return allowed.parse(text)
+    except InvalidValue as e:
+        raise AbError(f"{origin}: {e}") from None
+
+
+def session_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of ab's sessions: ``environ`` without the options ab sets itself."""
+    return {k: v for k, v in environ.items() if k not in DROPPED_ENV + BOARD_ENV}
