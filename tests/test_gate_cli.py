@@ -200,7 +200,7 @@ def test_missing_or_empty_baseline_directory_is_no_baseline_yet(
     assert code == 2 and "baseline file does not exist" in err
 
 
-def test_passing_gate_prints_no_empty_table(
+def test_passing_gate_shows_what_it_judged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = synthetic_report(repeats=5, started_at=T0)
@@ -208,11 +208,16 @@ def test_passing_gate_prints_no_empty_table(
     same = _save(tmp_path / "b.json", _scaled(report, 1.0))
     code, out, _ = _run(capsys, base, same, "--fail", FAIL)
     assert code == 0
-    gate = out[out.index("Energy gate:") :]
-    assert gate.splitlines()[1:] == ["gate passed: 8 within"]
+    gate = out[out.index("Energy gate:") :].splitlines()
+    assert gate[1] == "same on every row: metric energy_per_item:mean; threshold 5%"
+    assert gate[2].split() == ["test", "baseline", "new", "change", "%", "verdict"]
+    rows = [line for line in gate if "::" in line and line.endswith(" within")]
+    assert len(rows) == 8 and all(" +0.00 " in row for row in rows)
+    assert gate[-1] == "gate passed: 8 within"
     code, out, _ = _run(capsys, base, same, "--fail", FAIL, "--format", "markdown")
-    gate = out[out.index("### Energy gate:") :]
-    assert "|" not in gate and "- gate passed: 8 within" in gate
+    gate = out[out.index("### Energy gate:") :].splitlines()
+    assert sum(line.endswith(" | within |") for line in gate) == 8
+    assert "- gate passed: 8 within" in gate
 
 
 def test_summary_counts_singular_and_plural(

@@ -50,14 +50,16 @@ def test_table_marks_simulated_and_ratios(
     code, out, err = _run(capsys, reports["orin"], reports["nano"])
     assert code == 0 and err == ""
     assert "sim:nano (simulated)" in out and "sim:agx-orin (simulated)" in out
-    lines = [ln for ln in out.splitlines() if " #2 " in ln]
+    # every row passed: said once above the table, not in a column
+    assert out.splitlines()[1].startswith("same on every row: ") and "status passed" in out
+    lines = [ln for ln in out.splitlines() if " #2 nano " in ln]
     assert len(lines) == 8
     for line in lines:
-        after_status = line.split(" passed ", 1)[1].split()
-        assert after_status[1].endswith("x")  # J/item, then its ratio
-        assert 2.7 < float(after_status[1][:-1]) < 3.3
-    header = out.splitlines()[1]
-    assert header.index("J/item") < header.index("latency p90 [ms]") < header.index("items/s")
+        after_device = line.split(" #2 nano ", 1)[1].split()
+        assert after_device[1].endswith("x")  # J/item, then its ratio
+        assert 2.7 < float(after_device[1][:-1]) < 3.3
+    header = out.splitlines()[2]
+    assert header.index("J/item") < header.index("p90 [ms]") < header.index("items/s")
     assert "#1 " + str(reports["orin"]) in out
 
 

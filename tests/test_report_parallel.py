@@ -163,9 +163,14 @@ def test_markdown_rendered_report_by_report_equals_the_whole_table(paths: list[P
     for name, d in digests:
         whole.add(name, d)
         ahead.add(name, d)
-    table = whole.table()
-    assert render_markdown(ahead.table(), rendered=ahead.markdown()) == render_markdown(table)
-    assert ahead.table().notes == table.notes
+    tables = whole.display()
+    shown = ahead.display()
+    assert len(shown) == len(tables)
+    for (table, _), (section, lines) in zip(tables, shown, strict=True):
+        assert lines is not None and len(lines.lines) == len(table.rows)
+        assert render_markdown(section, rendered=lines) == render_markdown(table)
+        assert section.notes == table.notes
+    assert ahead.table().notes == whole.table().notes
 
 
 # -- compare end to end ----------------------------------------------------------------------

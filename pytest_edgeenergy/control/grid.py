@@ -14,6 +14,7 @@ from .errors import ValueSpecError
 from .knobset import KnobSet
 from .operating_point import Resolver
 from .point import DIMENSIONS, OperatingPoint
+from .values import POWER_MODE_ROLES
 
 T = TypeVar("T")
 
@@ -62,9 +63,8 @@ def expand(
                     values.append(value)
             for item in text.split(","):
                 word = item.strip().lower()
-                if key != "power_mode" and (
-                    word in _WORDS or (word == "all" and key == "cpu_cores")
-                ):
+                known = POWER_MODE_ROLES if key == "power_mode" else _WORDS
+                if word in known or (word == "all" and key == "cpu_cores"):
                     (value,) = resolver.dimension(key, item)[-1:]
                     words.setdefault((_FIELD[key], value), word)
         axes.append(tuple(values) if values else (None,))
@@ -81,8 +81,9 @@ def expand(
 
 
 _WORDS = frozenset({"min", "max"})
-"""Frequency words whose value differs from board to board (and ``--cpu-cores=all``);
-``all`` frequencies expand to the offered values, each then known by its own Hz."""
+"""Frequency words whose value differs from board to board (and ``--cpu-cores=all``, and
+the power-mode roles ``max``, ``min``, ``default``); ``all`` frequencies expand to the
+offered values, each then known by its own Hz."""
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:

@@ -34,7 +34,8 @@ class OperatingPoint:
     """One operating point; every field optional (None = not pinned)."""
 
     power_mode: str | None = None
-    """nvpmodel mode name as the board's conf spells it."""
+    """nvpmodel mode name as the board's conf spells it (a role such as ``max`` is resolved
+    to this board's mode; the role is kept in :attr:`words`)."""
     cpu_freq_hz: int | None = None
     gpu_freq_hz: int | None = None
     emc_freq_hz: int | None = None
@@ -43,8 +44,9 @@ class OperatingPoint:
     governor: str | None = None
     """CPU scaling governor."""
     words: tuple[tuple[str, str], ...] = field(default=(), compare=False)
-    """``(field, word)`` for fields asked for by a word (``gpu_freq_hz`` by ``min``), so
-    reports can join the same request across boards; not part of the point's identity."""
+    """``(field, word)`` for fields asked for by a word (``gpu_freq_hz`` by ``min``,
+    ``power_mode`` by ``max``), so reports can join the same request across boards; not
+    part of the point's identity."""
 
     @property
     def is_dvfs(self) -> bool:

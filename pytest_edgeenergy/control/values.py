@@ -9,12 +9,17 @@ A bare number is **Hz** (the unit of devfreq files); ``612`` therefore means 612
 rejected with a hint. ``min``/``max`` are the lowest/highest offered value, ``all`` is every
 offered value, ``dvfs`` pins nothing (the default governor decides).
 
+Power modes (:func:`resolve_power_mode`) are named as the board's nvpmodel.conf spells them
+(any case), by id, or by a role that means the same on every board: ``max``, ``min``,
+``default`` (:func:`mode_for_role`).
+
 Every error message starts with the value's source as the caller names it (``--gpu-freq``,
 ``EDGEENERGY_GPU_FREQ``, ``ini edge_gpu_freq``, ``marker edge_point``) and the raw text.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -250,16 +255,127 @@ def resolve_governors(
 
 # ---------------------------------------------------------------- power modes
 
+PowerModeRole = Literal["max", "min", "default"]
+POWER_MODE_ROLES: tuple[PowerModeRole, ...] = ("max", "min", "default")
+"""Power-mode words that mean the same on every board (as ``min``/``max`` do for clocks):
+``max`` the highest-power mode, ``min`` the lowest, ``default`` the conf's PM_CONFIG
+DEFAULT. See :func:`mode_for_role`."""
+
+_WATTS_RE = re.compile(r"(?:^|_)(\d+(?:\.\d+)?)W(?:_|$)", re.IGNORECASE)
+_UNLIMITED = float("inf")
+
+
+def is_maxn(mode: PowerMode) -> bool:
+    """The mode is NVIDIA's unconstrained one: named ``MAXN`` or ``MAXN_*`` (``MAXN_SUPER``)."""
+    name = mode.name.upper()
+    return name == "MAXN" or name.startswith("MAXN_")
+
+
+def mode_watts(mode: PowerMode) -> float | None:
+    """The power budget a mode's name states (``15W``, ``MODE_30W_ALL``: 30); None if none."""
+    match = _WATTS_RE.search(mode.name)
+    return float(match.group(1)) if match else None
+
+
+def _cap(mode: PowerMode, param: str, arg: str = "MAX_FREQ") -> float:
+    setting = mode.get(param, arg)
+    if setting is None or setting.unlimited:
+        return _UNLIMITED
+    value = setting.as_int()
+    return float(value) if value is not None else _UNLIMITED
+
+
+def mode_limits(mode: PowerMode) -> tuple[float, float, float]:
+    """What a mode lets the board draw, for ordering modes: the GPU cap, the CPU capacity
+    (online cores x the highest CPU cap) and the EMC cap; unlimited (``-1``, ``EMC 0``)
+    and unset count as infinite."""
+    cpu_caps = [
+        _cap(mode, s.param)
+        for s in mode.settings
+        if s.param.startswith("CPU_") and s.param != "CPU_ONLINE" and s.arg == "MAX_FREQ"
+    ]
+    cores = mode.online_cores()
+    count = len(cores) if cores is not None else _UNLIMITED
+    cpu = count * max(cpu_caps, default=_UNLIMITED)
+    return (_cap(mode, "GPU"), cpu, _cap(mode, "EMC"))
+
+
+def _power_order(modes: Sequence[PowerMode]) -> list[PowerMode]:
+    """Modes from the lowest power to the highest: by the watts their names state when
+    every mode but MAXN* states one (MAXN* counts as the most), then by :func:`mode_limits`;
+    the conf's order breaks ties."""
+    named = all(is_maxn(m) or mode_watts(m) is not None for m in modes)
+
+    def key(mode: PowerMode) -> tuple[float, float, float, float]:
+        watts = _UNLIMITED if is_maxn(mode) else (mode_watts(mode) or 0.0)
+        return (watts if named else 0.0, *mode_limits(mode))
+
+    return sorted(modes, key=key)
+
+
+def mode_for_role(role: PowerModeRole, conf: NvpmodelConf, *, source: str) -> PowerMode:
+    """The mode a role names on this board.
+
+    ``max``: the mode named ``MAXN`` or ``MAXN_*`` (the highest limits among several);
+    without one, the highest-power mode (watts in the name, ``MODE_30W_ALL`` over
+    ``MODE_15W``, then the highest limits). ``min``: the lowest-power mode, by the same
+    order. ``default``: the conf's ``PM_CONFIG DEFAULT``.
+    """
+    if not conf.modes:
+        raise UnknownMode(f"{source} {role}: {conf.source} defines no power modes")
+    if role == "default":
+        mode = conf.default_mode
+        if mode is None:
+            raise UnknownMode(
+                f"{source} default: {conf.source} names no default mode (PM_CONFIG DEFAULT "
+                f"missing or undefined); name a mode instead, allowed (ID NAME): "
+                f"{conf.allowed()}"
+            )
+        return mode
+    if role == "max":
+        maxn = [m for m in conf.modes if is_maxn(m)]
+        return _power_order(maxn or conf.modes)[-1]
+    return _power_order(conf.modes)[0]
+
+
+def power_mode_role(text: str) -> PowerModeRole | None:
+    """The role ``text`` names (any case), or None."""
+    word = text.strip().lower()
+    for role in POWER_MODE_ROLES:
+        if word == role:
+            return role
+    return None
+
+
+def _roles_text(conf: NvpmodelConf, source: str) -> str:
+    parts = []
+    for role in POWER_MODE_ROLES:
+        try:
+            parts.append(f"{role} ({mode_for_role(role, conf, source=source).name})")
+        except UnknownMode:
+            continue
+    return ", ".join(parts)
+
 
 def resolve_power_mode(
     text: str, conf: NvpmodelConf | None, *, source: str = "--power-mode"
 ) -> PowerMode:
-    """A mode by name (any case) or id, or :class:`UnknownMode` listing every mode."""
+    """A mode by name (any case), id or role (:data:`POWER_MODE_ROLES`, see
+    :func:`mode_for_role`), or :class:`UnknownMode` listing every mode and role."""
     if conf is None:
         raise ValueSpecError(
             f"{source} {text}: this board has no usable nvpmodel.conf, so no power modes"
         )
+    role = power_mode_role(text)
+    if role is not None:
+        return mode_for_role(role, conf, source=source)
     try:
         return conf.mode(text)
     except UnknownPowerMode as exc:
-        raise UnknownMode(f"{source} {text}: {exc}") from None
+        message = f"{source} {text}: {exc}; or a role: {_roles_text(conf, source)}"
+        close = difflib.get_close_matches(
+            text.strip().lower(), [*POWER_MODE_ROLES, *(m.name.lower() for m in conf.modes)], 1
+        )
+        if close:
+            message += f" (did you mean {close[0]!r}?)"
+        raise UnknownMode(message) from None

@@ -1,12 +1,17 @@
 """``edgeenergy compare``: the same experiments side by side across reports and devices.
 
 Results are joined on workload x batch size x graph mode x precision x requested operating
-point x test x every other parameter (:func:`.keys.join_key`); figures of other window
-labels (an ``energy`` window ``load``, an ``edge_bench`` phase) are rows of their own. For
-each key and report the table shows, as the results carry them, J/item, latency p90
-(latency mean, marked ``*``, where p90 was not measured), items/s and EDP, and/or the
-window figures (energy, net energy, mean and peak power, duration), each with its ratio to
-report #1's value for the same key.
+point x test x every other parameter (:func:`.keys.join_key`); with ``--join workload``
+without the point, so that each report's own point lines up (:data:`JOINS`). Figures of
+other window labels (an ``energy`` window ``load``, an ``edge_bench`` phase) are rows of
+their own. For each key and report the table shows, as the results carry them, J/item,
+latency p90 (latency mean, marked ``*``, where p90 was not measured), items/s and EDP,
+and/or the window figures (energy, net energy, mean and peak power, duration), each with its
+ratio to report #1's value for the same key; rows without one say why in a note.
+
+CSV has every column (:meth:`_TableBuilder.table`). The terminal, Markdown and HTML show
+:meth:`_TableBuilder.display`: per-item rows and window-only rows as two tables, what every
+row shares in a header line, a column per parameter that tells rows apart.
 Exit status: 0 ok, 1 a gate failed, 2 bad input (message on stderr, nothing written).
 
 Large comparisons (50 reports of 2,000 results, 200 MB of JSON) are CPU-bound Python, so:
@@ -25,12 +30,13 @@ import contextlib
 import functools
 import html
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pytest_edgeenergy.report.baselines import describe, find_baselines
 from pytest_edgeenergy.report.gate import (
@@ -46,7 +52,7 @@ from pytest_edgeenergy.report.gate import (
     render_verdict,
     require_carried,
 )
-from pytest_edgeenergy.report.keys import JoinKey, join_key, op_label
+from pytest_edgeenergy.report.keys import JoinKey, join_key, op_label, op_words, split_params
 from pytest_edgeenergy.report.load import (
     ReportError,
     gc_paused,
@@ -64,13 +70,17 @@ from pytest_edgeenergy.report.tables import (
     Marked,
     Ratio,
     Table,
+    cell_text,
     html_document,
     markdown_rows,
-    render,
+    render_csv,
     render_html_table,
     render_markdown,
+    render_text,
+    shared_lines,
 )
 from pytest_edgeenergy.report.writer import atomic_write_text
+from pytest_edgeenergy.words import counted
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.report.plots import Rendered
@@ -111,9 +121,17 @@ class Source:
         return device_label(self.report["device"])
 
 
-# Per key: the test's status, the compared metrics' cells as shown with their ratio cells
-# left empty (value x scale, or Marked for a fallback metric), and the raw values.
-_Entry = tuple[str, tuple[Any, ...], tuple[float | None, ...]]
+# Per key: the test's status, its requested operating point (:func:`.keys.op_key`), the
+# compared metrics' cells as shown with their ratio cells left empty (value x scale, or
+# Marked for a fallback metric), and the raw values.
+_Entry = tuple[str, str, tuple[Any, ...], tuple[float | None, ...]]
+
+Join = Literal["point", "workload"]
+JOINS: tuple[Join, ...] = ("point", "workload")
+"""How rows of different reports line up. ``point`` (the default): the requested operating
+point is part of the key, so ``gpu min`` joins ``gpu min`` and ``15W`` joins ``15W``.
+``workload``: it is not, so each report's own point lines up (``15W`` on an Orin Nano
+beside ``MODE_30W`` on an AGX Orin), one point per test and report."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +151,9 @@ class Digest:
     """Some result has per-item (``edge_bench``) figures."""
     windows: bool = False
     """Some result or window label has window figures but no per-item ones."""
+    words: tuple[tuple[str, str], ...] = ()
+    """``(word, what it was on this board)`` for points asked for by a word, e.g.
+    ``("mode max", "MAXN_SUPER")``, ``("gpu min", "gpu306MHz")``."""
 
     @property
     def label(self) -> str:
@@ -152,15 +173,46 @@ def _labels(names: tuple[str, ...]) -> list[str]:
 _WINDOW_NAMES = frozenset(names[0] for _, names, _ in WINDOW_COLUMNS)
 
 
+def _same_key(first: str, second: str, first_op: str, second_op: str, by_point: bool) -> str:
+    if by_point or first_op == second_op:
+        return (
+            f"tests {first} and {second} have the same key (test, parameters and operating "
+            "point): a result would be lost; give them distinct parameters"
+        )
+    return (
+        f"--join workload lines up one operating point per test and report, but tests "
+        f"{first} ({op_label(first_op)}) and {second} ({op_label(second_op)}) differ only in "
+        "it; compare reports of one point each, or join by point (the default)"
+    )
+
+
+def _words_of(test: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """:func:`.keys.op_words` of a test whose point was asked for by a word (cheap when not)."""
+    params = test.get("params")
+    point = params.get("operating_point") if type(params) is dict else None
+    requested = point.get("requested") if type(point) is dict else None
+    if type(requested) is not dict or "as" not in requested:
+        return []
+    assert params is not None
+    return op_words(params)
+
+
 def digest(
-    report: Mapping[str, Any], gate_metrics: GateNeeds | None = None, *, source: str = "report"
+    report: Mapping[str, Any],
+    gate_metrics: GateNeeds | None = None,
+    *,
+    source: str = "report",
+    join: Join = "point",
 ) -> Digest:
     """The :class:`Digest` of a validated report; ``gate_metrics``: the metrics gates read
-    (None: no gate view). Two results with the same key (same test, parameters and
-    operating point) are a :class:`~.load.ReportError` naming both, never merged."""
+    (None: no gate view); ``join``: see :data:`JOINS`. Two results with the same key (same
+    test, parameters and, joining by point, operating point) are a
+    :class:`~.load.ReportError` naming both, never merged."""
     index: dict[JoinKey, _Entry] = {}
     owners: dict[JoinKey, str] = {}
     fallback = bench = windows = False
+    by_point = join == "point"
+    words: dict[tuple[str, str], None] = {}
     # Repeated strings become one object each, which pickling then writes once.
     strings: dict[Any, Any] = {None: None}
     share = strings.setdefault
@@ -171,6 +223,7 @@ def digest(
         if status == "skipped":
             continue
         workload, batch, graph, precision, op, name, params, _ = join_key(test)
+        op = share(op, op)
         key: JoinKey = _new_key(
             JoinKey,
             (
@@ -178,7 +231,7 @@ def digest(
                 batch,
                 share(graph, graph),
                 share(precision, precision),
-                op,
+                op if by_point else "",
                 share(name, name),
                 share(params, params),
                 "",
@@ -186,11 +239,11 @@ def digest(
         )
         if key in index:
             raise ReportError(
-                source,
-                f"tests {owners[key]} and {test['id']} have the same key (test, parameters "
-                "and operating point): a result would be lost; give them distinct parameters",
+                source, _same_key(owners[key], test["id"], index[key][1], op, by_point)
             )
         owners[key] = test["id"]
+        for pair in _words_of(test):
+            words[pair] = None
         metrics = test["metrics"]
         names = tuple(metrics)
         labels = labels_of.get(names)
@@ -227,10 +280,11 @@ def digest(
                 bench = True
             elif any(v is not None for v in values[_N_BENCH:]):
                 windows = True
-            index[row_key] = (share(status, status), tuple(cells), tuple(values))
+            index[row_key] = (share(status, status), op, tuple(cells), tuple(values))
     header = {k: v for k, v in report.items() if k != "tests"}
     gate = gate_view(report, gate_metrics) if gate_metrics is not None else None
-    return Digest(header, len(report["tests"]), index, fallback, gate, bench, windows)
+    found = tuple(sorted(words))
+    return Digest(header, len(report["tests"]), index, fallback, gate, bench, windows, found)
 
 
 def _metric_value(metrics: Mapping[str, Any], names: Sequence[str]) -> tuple[float | None, bool]:
@@ -242,17 +296,30 @@ def _metric_value(metrics: Mapping[str, Any], names: Sequence[str]) -> tuple[flo
     return None, False
 
 
-def compare_table(sources: Sequence[Source]) -> Table:
-    """The comparison table for ``sources`` (the first is the reference for ratios)."""
-    return digest_table([(s.name, digest(s.report, source=s.name)) for s in sources])
+def compare_table(sources: Sequence[Source], *, join: Join = "point") -> Table:
+    """The comparison table for ``sources`` (the first is the reference for ratios), every
+    column (as CSV writes it)."""
+    return digest_table([(s.name, digest(s.report, source=s.name, join=join)) for s in sources])
 
 
-def digest_table(digests: Sequence[tuple[str, Digest]]) -> Table:
+def digest_table(digests: Sequence[tuple[str, Digest]], *, join: Join = "point") -> Table:
     """:func:`compare_table` from ``(name, digest)`` pairs."""
-    builder = _TableBuilder()
+    return _built(digests, join).table()
+
+
+def compare_display(sources: Sequence[Source], *, join: Join = "point") -> list[Table]:
+    """The comparison as text, Markdown and HTML show it (:meth:`_TableBuilder.display`):
+    per-item figures, then window figures; what every row shares in a header line, each
+    parameter that tells rows apart its own short column."""
+    digests = [(s.name, digest(s.report, source=s.name, join=join)) for s in sources]
+    return [table for table, _ in _built(digests, join).display()]
+
+
+def _built(digests: Sequence[tuple[str, Digest]], join: Join) -> _TableBuilder:
+    builder = _TableBuilder(join=join)
     for name, report_digest in digests:
         builder.add(name, report_digest)
-    return builder.table()
+    return builder
 
 
 class _Meta(NamedTuple):
@@ -263,66 +330,145 @@ class _Meta(NamedTuple):
     label: str
     n_tests: int
     fallback: bool
+    words: tuple[tuple[str, str], ...]
+
+
+class _Section(NamedTuple):
+    """The rows of a displayed comparison that have per-item figures, or only window ones."""
+
+    title: str
+    columns: tuple[tuple[str, tuple[str, ...], float], ...]
+    cells: slice
+    values: slice
+
+
+_SECTIONS = (
+    _Section("Energy comparison", BENCH_COLUMNS, slice(0, 2 * _N_BENCH), slice(0, _N_BENCH)),
+    _Section(
+        "Energy comparison: windows",
+        WINDOW_COLUMNS,
+        slice(2 * _N_BENCH, None),
+        slice(_N_BENCH, len(COMPARE_METRICS)),
+    ),
+)
+_NO_BENCH = (None,) * _N_BENCH
+_SHORT = {"latency p90 [ms]": "p90 [ms]"}
+"""Shorter metric column names of the displayed tables (CSV keeps the long ones)."""
+_KEY_COLUMNS = ["workload", "batch", "graph", "precision", "operating point", "params"]
+_FIXED_NAMES = ("workload", "batch", "graph", "precision", "point", "window")
+_WINDOW = _FIXED_NAMES.index("window")
+_TIME_FRACTION = re.compile(r"\.\d+(?=Z|[+-]\d\d:?\d\d$|$)")
+
+# A report's row, by key: status, point label, section (0 per item, 1 windows), then either
+# the Markdown line of its section's metric cells (rendered ahead) or the row's first nine
+# cells as CSV has them and its 18 metric and ratio cells.
+_Row = tuple[Any, ...]
+
+
+def _short_device(label: str) -> str:
+    """A device label for a row: ``orin-nano`` for ``sim:orin-nano (simulated)`` (the
+    notes say simulated)."""
+    return label.removesuffix(" (simulated)").removeprefix("sim:")
+
+
+def _describe(key: JoinKey) -> str:
+    parts = [
+        key.workload,
+        f"batch {key.batch_size}" if key.batch_size is not None else "",
+        key.graph_mode or "",
+        key.precision or "",
+        key.params.replace(",", " "),
+        op_label(key.op) if key.op else "",
+        f"[{key.window}]" if key.window else "",
+    ]
+    return " ".join(p for p in parts if p)
 
 
 class _TableBuilder:
     """The comparison table, one report at a time (the first added is the reference), so
     that a report's rows are made while later reports are still being read.
 
-    With ``markdown``, each report's rows are rendered as Markdown lines at once and only the
-    lines kept (see :meth:`markdown`); :meth:`table` then has no rows.
+    With ``markdown``, the metric cells of each report's rows are rendered as Markdown at
+    once and only the text kept; :meth:`table` then has no rows and :meth:`display` gives
+    the Markdown lines.
     """
 
-    def __init__(self, *, markdown: bool = False) -> None:
+    def __init__(self, *, markdown: bool = False, join: Join = "point") -> None:
+        self.join = join
         self.columns: list[str] = []
-        self.first_ratio = 0
-        self.cells = self.values = slice(None)
+        self.cells = slice(None)
+        self.spans: list[tuple[int, int]] = []
         self.metas: list[_Meta] = []
         self.reference: dict[JoinKey, _Entry] = {}
-        self.rows: list[dict[JoinKey, list[Any]]] = []
-        self.lines: list[dict[JoinKey, str]] | None = [] if markdown else None
-        self.numeric: list[bool] = []
+        self.rows: list[dict[JoinKey, _Row]] = []
+        self.ahead = markdown
+        self.numeric: list[list[bool]] = [
+            [False] * 2 * len(section.columns) for section in _SECTIONS
+        ]
         self.key_cells: dict[JoinKey, tuple[Any, ...]] = {}
+        self.unjoined: list[str] = []
+        self._points_of: dict[JoinKey, set[str]] | None = None
 
     def _choose_columns(self, first: Digest) -> None:
-        """The metric columns: per item, windows or both, as the first report needs."""
+        """The metric columns of :meth:`table` (CSV): per item, windows or both, as the first
+        report needs; and per section the metrics whose ratios rows need (those columns and
+        the section's own)."""
         if first.windows and not first.bench:
-            shown, self.cells, self.values = (
-                WINDOW_COLUMNS,
-                slice(2 * _N_BENCH, None),
-                slice(_N_BENCH, None),
-            )
+            shown, self.cells, values = WINDOW_COLUMNS, _SECTIONS[1].cells, _SECTIONS[1].values
         elif first.windows:
-            shown, self.cells, self.values = COMPARE_METRICS, slice(None), slice(None)
+            shown, self.cells, values = COMPARE_METRICS, slice(None), slice(0, len(COMPARE_METRICS))
         else:
-            shown, self.cells, self.values = (
-                BENCH_COLUMNS,
-                slice(0, 2 * _N_BENCH),
-                slice(0, _N_BENCH),
-            )
-        columns = ["workload", "batch", "graph", "precision", "operating point", "params"]
-        columns += ["report", "device", "status"]
+            shown, self.cells, values = BENCH_COLUMNS, _SECTIONS[0].cells, _SECTIONS[0].values
+        # Ratios are taken for CSV's metrics and the row's section's: one span either way.
+        self.spans = [
+            (min(values.start, s.values.start), max(values.stop, s.values.stop)) for s in _SECTIONS
+        ]
+        columns = [*_KEY_COLUMNS, "report", "device", "status"]
         for label, _, _ in shown:
             columns += [label, "ratio"]
         self.columns = columns
-        self.first_ratio = len(columns) - 2 * len(shown) + 1
-        self.numeric = [False] * len(columns)
 
     @property
     def count(self) -> int:
         return len(self.metas)
 
     def add(self, name: str, new: Digest) -> None:
-        number, label = f"#{len(self.metas) + 1}", new.label
-        if not self.metas:
+        first = not self.metas
+        if first:
             self.reference = new.index
             self._choose_columns(new)
+        number, label = f"#{len(self.metas) + 1}", new.label
+        missing: list[JoinKey] = []
+        if self.ahead:
+            self.rows.append(self._markdown_ahead(new, missing))
+        else:
+            self.rows.append(self._rows(new, number, label, missing))
+        if missing and not first:
+            self.unjoined += self._unjoined(name, missing)
+        self.metas.append(_Meta(name, new.header, label, new.n_tests, new.fallback, new.words))
+
+    def _rows(
+        self, new: Digest, number: str, label: str, missing: list[JoinKey]
+    ) -> dict[JoinKey, _Row]:
+        """:meth:`add`'s rows: per key (status, point, section, CSV's first nine cells, the
+        18 metric and ratio cells); keys without a row of report #1 go to ``missing``."""
         reference = self.reference
-        first_ratio = self.first_ratio
         key_cells = self.key_cells
-        cell_part, value_part = self.cells, self.values
-        rows: dict[JoinKey, list[Any]] = {}
-        for key, (status, cells, values) in new.index.items():
+        spans = self.spans
+        rows: dict[JoinKey, _Row] = {}
+        for key, (status, op, cells, values) in new.index.items():
+            section = 0 if values[:_N_BENCH] != _NO_BENCH else 1
+            full = list(cells)
+            found = reference.get(key)
+            if found is not None:
+                lo, hi = spans[section]
+                full[2 * lo + 1 : 2 * hi : 2] = [
+                    Ratio(value / ref) if value is not None and ref else None
+                    for value, ref in zip(values[lo:hi], found[3][lo:hi], strict=True)
+                ]
+            else:
+                missing.append(key)
+            point = op_label(op)
             shared = key_cells.get(key)
             if shared is None:
                 params = key.params.replace(",", " ")
@@ -333,88 +479,362 @@ class _TableBuilder:
                     key.batch_size,
                     key.graph_mode,
                     key.precision,
-                    op_label(key.op),
                     params or None,
                 )
-            row = [*shared, number, label, status, *cells[cell_part]]
+            head = [*shared[:4], point, shared[4], number, label, status]
+            rows[key] = (status, point, section, head, full)
+        return rows
+
+    def _markdown_ahead(self, new: Digest, missing: list[JoinKey]) -> dict[JoinKey, _Row]:
+        """:meth:`add`'s rows rendered ahead: per key (status, point, section, the Markdown
+        cells of the section's metrics and ratios)."""
+        reference = self.reference
+        groups: tuple[list[tuple[JoinKey, str, str]], ...] = ([], [])
+        texts: tuple[list[list[Any]], ...] = ([], [])
+        points: dict[str, str] = {}
+        for key, (status, op, cells, values) in new.index.items():
+            section = 0 if values[:_N_BENCH] != _NO_BENCH else 1
+            shown = _SECTIONS[section]
+            metric = list(cells[shown.cells])
             found = reference.get(key)
             if found is not None:
-                row[first_ratio::2] = [
+                part = shown.values
+                metric[1::2] = [
                     Ratio(value / ref) if value is not None and ref else None
-                    for value, ref in zip(values[value_part], found[2][value_part], strict=True)
+                    for value, ref in zip(values[part], found[3][part], strict=True)
                 ]
-            rows[key] = row
-        meta = _Meta(name, new.header, label, new.n_tests, new.fallback)
-        self.metas.append(meta)
-        if self.lines is None:
-            self.rows.append(rows)
-            return
-        rendered = markdown_rows(list(rows.values()), len(self.columns))
-        self.lines.append(dict(zip(rows, rendered.lines, strict=True)))
-        self.numeric = [a or b for a, b in zip(self.numeric, rendered.numeric, strict=True)]
+            else:
+                missing.append(key)
+            point = points.get(op)
+            if point is None:
+                point = points[op] = op_label(op)
+            groups[section].append((key, status, point))
+            texts[section].append(metric)
+        rows: dict[JoinKey, _Row] = {}
+        for section, group in enumerate(groups):
+            if not group:
+                continue
+            rendered = markdown_rows(texts[section], 2 * len(_SECTIONS[section].columns))
+            for (key, status, point), line in zip(group, rendered.lines, strict=True):
+                rows[key] = (status, point, section, line)
+            self.numeric[section] = [
+                a or b for a, b in zip(self.numeric[section], rendered.numeric, strict=True)
+            ]
+        return rows
+
+    def _unjoined(self, name: str, missing: Sequence[JoinKey]) -> list[str]:
+        """Why rows of report ``name`` found no row of report #1 to take a ratio to."""
+        points_of = self._points_of
+        if points_of is None and self.join == "point":
+            points_of = self._points_of = {}
+            for key in self.reference:
+                points_of.setdefault(key._replace(op=""), set()).add(key.op)
+        theirs: set[str] = set()
+        own: set[str] = set()
+        at_other_point = 0
+        others: list[JoinKey] = []
+        for key in missing:
+            ops = points_of.get(key._replace(op="")) if points_of is not None else None
+            if ops is None:
+                others.append(key)
+                continue
+            at_other_point += 1
+            theirs |= ops
+            own.add(key.op)
+        notes = []
+        if at_other_point:
+            asked = sorted(map(op_label, theirs - own or theirs))
+            its = sorted(map(op_label, own))
+            notes.append(
+                f"{name} has no result at operating point {', '.join(asked)} of #1 (its "
+                f"points: {', '.join(its)}): {counted(at_other_point, 'row')} without ratio; "
+                "use --join workload to line up each board's own point"
+            )
+        if others:
+            notes.append(
+                f"{name}: {counted(len(others), 'row')} without ratio: test or parameters "
+                f"not in #1 (e.g. {_describe(others[0])})"
+            )
+        return notes
 
     def _keys(self) -> list[JoinKey]:
-        parts = self.rows if self.lines is None else self.lines
-        return sorted(set().union(*parts), key=JoinKey.sort_key)
+        return sorted(set().union(*self.rows), key=JoinKey.sort_key)
+
+    def _notes(self, *, ratios: bool = True) -> list[str]:
+        metas = self.metas
+        notes = []
+        for i, meta in enumerate(metas):
+            device = meta.header["device"]
+            l4t = f", L4T {device['l4t']}" if device.get("l4t") else ""
+            started = _TIME_FRACTION.sub("", str(meta.header["started_at"]))
+            line = f"#{i + 1} {meta.name}: {meta.label}{l4t}, started {started}, "
+            notes.append(line + counted(meta.n_tests, "test"))
+            if meta.words:
+                words = ", ".join(f"{word} = {value}" for word, value in meta.words)
+                notes.append(f"#{i + 1} points: {words}")
+        if ratios:
+            if self.join == "workload":
+                notes.append(
+                    "ratio: value / value of report #1 for the same test and parameters, each "
+                    "report at its own operating point (--join workload)"
+                )
+            else:
+                notes.append("ratio: value / value of report #1 for the same key")
+        notes.extend(self.unjoined)
+        if any(meta.fallback for meta in metas):
+            notes.append("* latency mean where latency p90 was not measured")
+        notes.extend(version_notes([(meta.name, meta.header) for meta in metas]))
+        return notes
 
     def table(self) -> Table:
-        """The table (rows by key, then report; no rows when rendering Markdown ahead)."""
+        """The table with every column, as CSV writes it (rows by key, then report; no rows
+        when rendering Markdown ahead)."""
         table = Table(list(self.columns), title="Energy comparison")
-        if self.rows:
+        if not self.ahead:
             out = table.rows
+            part = self.cells
             for key in self._keys():
                 for rows in self.rows:
                     row = rows.get(key)
                     if row is not None:
-                        out.append(row)
-        metas = self.metas
-        for i, meta in enumerate(metas):
-            device = meta.header["device"]
-            l4t = f", L4T {device['l4t']}" if device.get("l4t") else ""
-            table.notes.append(
-                f"#{i + 1} {meta.name}: {meta.label}{l4t}, started {meta.header['started_at']}, "
-                f"{meta.n_tests} tests"
-            )
-        table.notes.append("ratio: value / value of report #1 for the same key")
-        if any(meta.fallback for meta in metas):
-            table.notes.append("* latency mean where latency p90 was not measured")
-        table.notes.extend(version_notes([(meta.name, meta.header) for meta in metas]))
+                        out.append(row[3] + row[4][part])
+        table.notes = self._notes()
         return table
 
-    def markdown(self) -> MarkdownRows:
-        """The rows' Markdown lines in table order (built with ``markdown``)."""
-        assert self.lines is not None
-        out: list[str] = []
-        for key in self._keys():
-            for lines in self.lines:
-                line = lines.get(key)
-                if line is not None:
-                    out.append(line)
-        return MarkdownRows(out, list(self.numeric))
+    def display(self) -> list[tuple[Table, MarkdownRows | None]]:
+        """The comparison as text, Markdown and HTML show it: a table of the rows with
+        per-item figures, then one of the rows with window figures only, each with its own
+        metric columns; with Markdown lines when built with ``markdown``.
+
+        Key columns: the point and each parameter, one that holds one value on every row in
+        a header line instead, one empty on every row left out, and a parameter that tells
+        no rows apart (it follows from the columns shown) said in a note; the device beside
+        the report number when devices differ; no ratio columns for one report. The notes
+        go with the last table."""
+        keys = self._keys()
+        ratios = len(self.metas) > 1
+        labels = {meta.label for meta in self.metas}
+        reports = [
+            f"#{i + 1} {_short_device(meta.label)}" if len(labels) > 1 else f"#{i + 1}"
+            for i, meta in enumerate(self.metas)
+        ]
+        ordered: tuple[list[tuple[JoinKey, int, _Row]], ...] = ([], [])
+        for key in keys:
+            for i, rows in enumerate(self.rows):
+                row = rows.get(key)
+                if row is not None:
+                    ordered[row[2]].append((key, i, row))
+        shown = [s for s in range(len(_SECTIONS)) if ordered[s]] or [0]
+        out: list[tuple[Table, MarkdownRows | None]] = []
+        for s in shown:
+            title = _SECTIONS[s].title if len(shown) > 1 else _SECTIONS[0].title
+            out.append(self._section(s, ordered[s], title, reports, ratios))
+        out[-1][0].notes.extend(self._notes(ratios=ratios))
+        return out
+
+    def _section(
+        self,
+        s: int,
+        rows: Sequence[tuple[JoinKey, int, _Row]],
+        title: str,
+        reports: Sequence[str],
+        ratios: bool,
+    ) -> tuple[Table, MarkdownRows | None]:
+        section = _SECTIONS[s]
+        statuses = {row[0] for _, _, row in rows}
+        combos: list[tuple[JoinKey, str]] = []
+        by_report = ""  # joined by workload, one point per report: said once, no column
+        if self.join == "point":  # the point is the key's; a key's rows are adjacent
+            last = None
+            for key, _, row in rows:
+                if key is not last:
+                    combos.append((key, row[1]))
+                    last = key
+        else:
+            points: dict[int, set[str]] = {}
+            for _, i, row in rows:
+                points.setdefault(i, set()).add(row[1])
+            if all(len(p) == 1 for p in points.values()) and len(set().union(*points.values())) > 1:
+                by_report = "point per report: " + ", ".join(
+                    f"#{i + 1} {point}" for i, (point,) in sorted(points.items())
+                )
+            combos = list(dict.fromkeys((key, "" if by_report else row[1]) for key, _, row in rows))
+        layout = _Layout(combos, keep_one=not ratios)
+        items = list(layout.shared)
+        show_status = len(statuses) > 1
+        if len(statuses) == 1:
+            items.append(f"status {next(iter(statuses))}")
+        metric_columns: list[str] = []
+        for label, _, _ in section.columns:
+            label = _SHORT.get(label, label)
+            metric_columns += [label, "ratio"] if ratios else [label]
+        columns = list(layout.columns)
+        if ratios:
+            columns.append("report")
+        if show_status:
+            columns.append("status")
+        n_head = len(columns)
+        header = [by_report] if by_report else []
+        table = Table(columns + metric_columns, title=title, header=header + shared_lines(items))
+        table.notes.extend(layout.notes)
+        cells_of = layout.cells
+        if not self.ahead:
+            part = section.cells
+            for key, i, row in rows:
+                head = list(cells_of[(key, "" if by_report else row[1])])
+                if ratios:
+                    head.append(reports[i])
+                if show_status:
+                    head.append(row[0])
+                metric = row[4][part]
+                table.rows.append(head + (metric if ratios else metric[0::2]))
+            return table, None
+        return table, self._markdown(s, rows, layout, reports, n_head, by_report, show_status)
+
+    def _markdown(
+        self,
+        s: int,
+        rows: Sequence[tuple[JoinKey, int, _Row]],
+        layout: _Layout,
+        reports: Sequence[str],
+        n_head: int,
+        by_report: str,
+        show_status: bool,
+    ) -> MarkdownRows:
+        """:meth:`_section`'s Markdown lines: the metric cells rendered ahead (by :meth:`add`)
+        after the key cells; for one report, its cells again without ratio columns."""
+        section = _SECTIONS[s]
+        ratios = len(self.metas) > 1
+        prefixes = {
+            combo: " | ".join(_md_text(c) for c in cells) for combo, cells in layout.cells.items()
+        }
+        numeric = layout.numeric + [False] * (n_head - len(layout.columns))
+        metric_lines: Iterator[str] = iter(())
+        if not ratios:  # the one report's cells again, without ratio columns
+            entries = self.reference
+            rendered = markdown_rows(
+                [list(entries[key][2][section.cells][0::2]) for key, _, _ in rows],
+                len(section.columns),
+            )
+            numeric += rendered.numeric
+            metric_lines = iter(rendered.lines)
+        else:
+            numeric += self.numeric[s]
+        lines = []
+        keyed = bool(layout.columns)
+        tails = [f" | {r}" for r in reports] if ratios else [""] * len(reports)
+        seen: tuple[JoinKey | None, str] = (None, "")
+        prefix = ""
+        for key, i, row in rows:
+            op = "" if by_report else row[1]
+            if keyed and (key is not seen[0] or op != seen[1]):
+                prefix, seen = prefixes[(key, op)], (key, op)
+            head = prefix + tails[i] + (f" | {_md_text(row[0])}" if show_status else "")
+            if not keyed:
+                head = head[3:]  # no key column: no separator before the report
+            metric_line = row[3] if ratios else next(metric_lines)
+            lines.append(f"| {head} {metric_line}" if head else metric_line)
+        return MarkdownRows(lines, numeric)
+
+
+def _md_text(value: Any) -> str:
+    text = cell_text(value)
+    return text.replace("|", "\\|").replace("\n", " ") if "|" in text or "\n" in text else text
+
+
+class _Layout:
+    """The key columns of a displayed comparison whose rows are ``combos`` (key, point
+    label). A column (workload, batch, graph, precision, point, window, each parameter)
+    holding one value on every row goes to :attr:`shared` (``name value``) and one empty on
+    every row is left out. Of the others, a parameter that tells no rows apart that the
+    columns before it do not (it follows from them: ``model_params`` from the workload) is
+    left out too, named in :attr:`notes`. With ``keep_one`` (no report column tells rows
+    apart) at least one column stays, the workload."""
+
+    def __init__(self, combos: Sequence[tuple[JoinKey, str]], *, keep_one: bool = True) -> None:
+        names: dict[str, None] = {}
+        for key in dict.fromkeys(k for k, _ in combos):
+            names.update(dict.fromkeys(name for name, _ in split_params(key.params)))
+        params = sorted(names)
+        table: dict[tuple[JoinKey, str], list[Any]] = {}
+        for key, op in combos:
+            given = dict(split_params(key.params))
+            table[(key, op)] = [
+                key.workload,
+                key.batch_size,
+                key.graph_mode,
+                key.precision,
+                op or None,
+                key.window or None,
+                *(given.get(name) for name in params),
+            ]
+        column_names = [*_FIXED_NAMES, *params]
+        n_fixed = len(_FIXED_NAMES)
+        rows = list(table.values())
+        shown: list[int] = []
+        hidden: list[str] = []
+        self.shared: list[str] = []
+        groups = 1
+        for i, name in enumerate(column_names):
+            values = {row[i] for row in rows}
+            if values <= {None}:
+                continue
+            if len(values) == 1:
+                value = next(iter(values))
+                item = f"{name} {cell_text(value)}" if i < n_fixed else f"{name}={value}"
+                self.shared.append(item)
+                continue
+            if i >= n_fixed:
+                split = len({tuple(row[j] for j in [*shown, i]) for row in rows})
+                if split == groups:
+                    hidden.append(name)
+                    continue
+            shown.append(i)
+            groups = len({tuple(row[j] for j in shown) for row in rows})
+        if not shown and rows and keep_one:
+            shown = [0]
+            self.shared = self.shared[1:]
+        shown.sort(key=lambda i: (i == _WINDOW, i))  # the window label last
+        self.columns = [column_names[i] for i in shown]
+        self.cells = {combo: [row[i] for i in shown] for combo, row in table.items()}
+        self.numeric = [
+            any(isinstance(row[i], int) and not isinstance(row[i], bool) for row in rows)
+            for i in shown
+        ]
+        self.notes = (
+            [f"in CSV only (each follows from the columns shown): {', '.join(hidden)}"]
+            if hidden
+            else []
+        )
 
 
 # ---------------------------------------------------------------------------------------
 # reading many reports
 
 
-def _digest_path(path: Path, gate_metrics: GateNeeds | None) -> Digest:
+def _digest_path(path: Path, gate_metrics: GateNeeds | None, join: Join = "point") -> Digest:
     report = load_report(path)
     require_tests(report, path)
-    return digest(report, gate_metrics, source=str(path))
+    return digest(report, gate_metrics, source=str(path), join=join)
 
 
 def digest_stream(
-    paths: Sequence[Path], gate_metrics: GateNeeds | None = None, *, workers: int | None = None
+    paths: Sequence[Path],
+    gate_metrics: GateNeeds | None = None,
+    *,
+    workers: int | None = None,
+    join: Join = "point",
 ) -> Iterator[tuple[str, Digest]]:
     """``(str(path), digest)`` of reports that must each hold tests, in ``paths`` order,
     read by forked workers besides this process when there is much to read (``workers``:
-    how many; default from the CPUs and the sizes, see :func:`.parallel.workers_for`).
+    how many; default from the CPUs and the sizes, see :func:`.parallel.workers_for`);
+    ``join``: see :data:`JOINS`.
 
     Raises the :class:`~.load.ReportError` of the first bad file in ``paths`` order, as
     reading them one by one would (reports before it are yielded first).
     """
     count = workers_for(paths) if workers is None else workers
-    func = functools.partial(_digest_path, gate_metrics=gate_metrics)
+    func = functools.partial(_digest_path, gate_metrics=gate_metrics, join=join)
     ready: dict[int, Digest | Exception] = {}
     next_i = 0
     with contextlib.closing(shared_map(func, paths, count)) as outcomes:
@@ -450,8 +870,10 @@ def _plots(sources: Sequence[Source], out_dir: Path) -> Rendered:
     return render_all(frame_from_rows(compare_frame_rows(sources)), out_dir)
 
 
-def _html(table: Table, verdicts: Sequence[GateVerdict], sources: Sequence[Source]) -> str:
-    body = [render_html_table(table)]
+def _html(
+    tables: Sequence[Table], verdicts: Sequence[GateVerdict], sources: Sequence[Source]
+) -> str:
+    body = [render_html_table(table) for table in tables]
     body += [render_verdict(v, "html") for v in verdicts]
     with tempfile.TemporaryDirectory(prefix="edgeenergy-plots-") as tmp:
         rendered = _plots(sources, Path(tmp))
@@ -570,14 +992,28 @@ def _parser() -> argparse.ArgumentParser:
         help="strict gate: a result too thinly measured to judge ('insufficient': too few "
         "repeats or runs, or a failed or invalid result on either side) fails it too",
     )
-    parser.add_argument("--format", choices=FORMATS, default="table")
+    parser.add_argument(
+        "--join",
+        choices=JOINS,
+        default="point",
+        help="how rows of different reports line up: 'point' (default), the same test at the "
+        "same requested operating point ('gpu min', 'mode max' join across boards); "
+        "'workload', the same test and parameters at each report's own point (one point per "
+        "test in each report), e.g. 15W on an Orin Nano beside MODE_30W on an AGX Orin",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table (terminal), markdown (a PR comment), csv (every column), html (with plots)",
+    )
     parser.add_argument("--output", type=Path, help="write the comparison here, not stdout")
     parser.add_argument("--plots", type=Path, metavar="DIR", help="write PNG figures here")
     return parser
 
 
 def _append_step_summary(
-    table: Table, verdicts: Sequence[GateVerdict], markdown: str | None = None
+    tables: Sequence[Table], verdicts: Sequence[GateVerdict], markdown: str | None = None
 ) -> None:
     """Append the Markdown comparison to ``$GITHUB_STEP_SUMMARY`` when CI provides one
     (``markdown``: that text when already rendered)."""
@@ -585,7 +1021,7 @@ def _append_step_summary(
     if not summary:
         return
     if markdown is None:
-        markdown = render_markdown(table)
+        markdown = "\n".join(render_markdown(table) for table in tables)
         markdown += "".join("\n" + render_verdict(v, "markdown") for v in verdicts)
     try:
         with open(summary, "a", encoding="utf-8") as handle:
@@ -623,7 +1059,7 @@ def _compare_main(argv: Sequence[str] | None) -> int:
     if args.output is not None and args.output.resolve() in inputs:
         return _error(f"--output {args.output} is one of the input reports; not overwritten")
     gate_metrics = expr_metrics(exprs) if exprs else None
-    builder = _TableBuilder(markdown=fmt == "markdown")
+    builder = _TableBuilder(markdown=fmt == "markdown", join=args.join)
     gater = _Gater(exprs, args.baseline, strict=args.fail_insufficient) if exprs else None
     sources: list[Source] = []
     try:
@@ -633,9 +1069,12 @@ def _compare_main(argv: Sequence[str] | None) -> int:
                 report = load_report(path)
                 require_tests(report, path)
                 sources.append(Source(str(path), report))
-            stream = ((s.name, digest(s.report, gate_metrics, source=s.name)) for s in sources)
+            stream = (
+                (s.name, digest(s.report, gate_metrics, source=s.name, join=args.join))
+                for s in sources
+            )
         else:
-            stream = digest_stream(args.reports, gate_metrics)
+            stream = digest_stream(args.reports, gate_metrics, join=args.join)
         # Each report is tabled and gated as soon as it and all before it are read; an
         # error of reading wins over a gate's, as when the gates ran after all reading.
         gate_error: ReportError | GateExprError | None = None
@@ -654,17 +1093,21 @@ def _compare_main(argv: Sequence[str] | None) -> int:
         return _error("--fail needs a --baseline or at least two reports to compare")
     verdicts = gater.verdicts if gater is not None else []
 
-    table = builder.table()
-    if gater is not None:
-        table.notes.extend(gater.messages)
+    messages = gater.messages if gater is not None else []
+    shown = [] if fmt == "csv" else builder.display()
+    if shown:
+        shown[-1][0].notes.extend(messages)
+    tables = [table for table, _ in shown]
     try:
         if fmt == "html":
-            document = _html(table, verdicts, sources)
+            document = _html(tables, verdicts, sources)
         else:
             if fmt == "markdown":
-                document = render_markdown(table, rendered=builder.markdown())
+                document = "\n".join(render_markdown(t, rendered=lines) for t, lines in shown)
+            elif fmt == "csv":
+                document = render_csv(builder.table())
             else:
-                document = render(table, fmt)
+                document = "\n".join(render_text(table) for table in tables)
             if fmt != "csv":
                 document += "".join("\n" + render_verdict(v, fmt) for v in verdicts)
         if args.output is not None:
@@ -675,7 +1118,10 @@ def _compare_main(argv: Sequence[str] | None) -> int:
         if fmt == "csv":
             for verdict in verdicts:
                 sys.stderr.write(render_verdict(verdict, "table"))
-        _append_step_summary(table, verdicts, document if fmt == "markdown" else None)
+        if fmt == "csv" and os.environ.get("GITHUB_STEP_SUMMARY"):
+            tables = [table for table, _ in builder.display()]
+            tables[-1].notes.extend(messages)
+        _append_step_summary(tables, verdicts, document if fmt == "markdown" else None)
         if args.plots is not None:
             for line in _plots(sources, args.plots).lines():
                 print(line, file=sys.stderr)

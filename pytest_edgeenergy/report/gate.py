@@ -58,7 +58,14 @@ from pytest_edgeenergy.report.baselines import (
 from pytest_edgeenergy.report.keys import op_key, op_label
 from pytest_edgeenergy.report.metric_names import did_you_mean, higher_is_better
 from pytest_edgeenergy.report.model import METRIC_UNITS, device_label
-from pytest_edgeenergy.report.tables import Format, Table, render, render_html_table
+from pytest_edgeenergy.report.tables import (
+    Change,
+    Format,
+    Table,
+    fold_columns,
+    render,
+    render_html_table,
+)
 from pytest_edgeenergy.words import counted
 
 from ..errors import EdgeEnergyError
@@ -191,6 +198,11 @@ class GateVerdict:
     suite: list[GateRow] = field(default_factory=list)
     strict: bool = False
     runs: int = 1
+    suite_note: str = (
+        "suite: the tests of one operating point judged together (geometric-mean change, "
+        "one-sided Wilcoxon signed-rank over the per-test log-ratios)"
+    )
+    """How the suite rows were judged (a paired verdict says its own method)."""
 
     @property
     def regressions(self) -> int:
@@ -913,33 +925,61 @@ def _table_row(r: GateRow) -> list[Any]:
         r.threshold,
         r.baseline,
         r.new,
-        r.change_pct,
+        Change(r.change_pct) if r.change_pct is not None else None,
         r.p_value,
         r.verdict.upper() if r.verdict == "regression" else r.verdict,
         r.note,
     ]
 
 
+WITHIN_SHOWN = 20
+"""``within`` rows a verdict table shows (those that changed most), beside every other row."""
+
+
+def _shown_rows(rows: Sequence[GateRow], all_rows: bool) -> tuple[list[GateRow], list[GateRow]]:
+    """The rows a verdict table shows, in order, and the ``within`` rows it leaves out:
+    every row that is not ``within``, and the :data:`WITHIN_SHOWN` within rows that changed
+    most (every row with ``all_rows``)."""
+    within = [r for r in rows if r.verdict == "within"]
+    if all_rows or len(within) <= WITHIN_SHOWN:
+        return list(rows), []
+    ranked = sorted(within, key=lambda r: -abs(r.change_pct or 0.0))
+    kept = {id(r) for r in ranked[:WITHIN_SHOWN]}
+    shown = [r for r in rows if r.verdict != "within" or id(r) in kept]
+    return shown, [r for r in within if id(r) not in kept]
+
+
+def _left_out(rows: Sequence[GateRow]) -> str:
+    changes = [r.change_pct for r in rows if r.change_pct is not None]
+    span = f" (change {min(changes):+.2f} % .. {max(changes):+.2f} %)" if changes else ""
+    return f"{counted(len(rows), 'more row')} within the threshold not shown{span}"
+
+
 def verdict_table(verdict: GateVerdict, *, all_rows: bool = False) -> Table:
-    """The verdict as a table; rows ``within`` are left out unless ``all_rows``. The last
-    note is the summary line (``gate passed: 3 within, 9 insufficient``)."""
+    """The verdict as a table: every judged row with its baseline, new value and change,
+    ``within`` rows too (the :data:`WITHIN_SHOWN` that changed most unless ``all_rows``).
+    The last note is the summary line (``gate passed: 3 within, 9 insufficient``).
+
+    With ``all_rows`` (CSV) the table has every column; otherwise the metric and threshold
+    that every row shares are said once above the table, and a column empty on every row
+    (p-value, note) is left out."""
     table = Table(
         list(_VERDICT_COLUMNS), title=f"Energy gate: {verdict.new} against {verdict.baseline}"
     )
-    for rows in (verdict.rows, verdict.suite):
-        table.rows.extend(_table_row(r) for r in rows if all_rows or r.verdict != "within")
+    tests, hidden = _shown_rows(verdict.rows, all_rows)
+    suites, hidden_suites = _shown_rows(verdict.suite, all_rows)
+    table.rows.extend(_table_row(r) for r in tests + suites)
     notes = table.notes
     notes.extend(verdict.messages)
+    if hidden or hidden_suites:
+        notes.append(_left_out(hidden + hidden_suites))
     if verdict.runs > 1:
         notes.append(
             f"baseline: geometric mean over the {verdict.runs} baseline runs holding a test; "
             "a change must be outside their run-to-run spread"
         )
-    if any(r.verdict != "within" for r in verdict.suite) or (all_rows and verdict.suite):
-        notes.append(
-            "suite: the tests of one operating point judged together (geometric-mean change, "
-            "one-sided Wilcoxon signed-rank over the per-test log-ratios)"
-        )
+    if verdict.suite:
+        notes.append(verdict.suite_note)
     insufficient = verdict.count("insufficient")
     if insufficient and not verdict.strict:
         notes.append(
@@ -956,7 +996,9 @@ def verdict_table(verdict: GateVerdict, *, all_rows: bool = False) -> Table:
     if verdict.strict and insufficient:
         summary += " (strict: insufficient fails)"
     notes.append(summary)
-    return table
+    if all_rows:
+        return table
+    return fold_columns(table, ["metric", "threshold"], empty=["p-value", "note"])
 
 
 def _notes_only(table: Table, fmt: Format) -> str:

@@ -10,6 +10,7 @@ resolves to each board's own Hz. ``id`` is the test id's part and never part of 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -38,6 +39,10 @@ _LABEL_FIELDS = (
     ("governor", ""),
 )
 _KEY_FIELDS = frozenset(name for name, _ in _LABEL_FIELDS)
+MODE_ROLES = ("max", "min", "default")
+"""Power-mode roles (``--power-mode=max``), as :data:`pytest_edgeenergy.control.values.
+POWER_MODE_ROLES` (the report layer does not import control): a key holds the role, the
+label says ``mode max``."""
 
 
 def _fmt(value: Any) -> str:
@@ -118,7 +123,8 @@ def _freq_text(value: str) -> str:
 @lru_cache(maxsize=4096)
 def op_label(key: str) -> str:
     """The one short label of :func:`op_key`'s point: ``15W``, ``15W gpu612MHz``,
-    ``gpu min``, ``4cores``, ``dvfs``. A text that is not a key is returned as it is."""
+    ``gpu min``, ``mode max``, ``4cores``, ``dvfs``. A text that is not a key is returned
+    as it is."""
     if key == DEFAULT_OP or "=" not in key:
         return key
     values: dict[str, str] = {}
@@ -138,9 +144,45 @@ def op_label(key: str) -> str:
             parts.append(short + _freq_text(text))
         elif name == "cpu_cores":
             parts.append(f"cores {text}" if not text.isdigit() else f"{text}cores")
+        elif name == "power_mode" and text in MODE_ROLES:
+            parts.append(f"mode {text}")
         else:
             parts.append(text)
     return " ".join(parts + others) or DEFAULT_OP
+
+
+def op_words(params: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(label of the word, its value)`` for each field of the requested point asked for
+    by a word: ``("mode max", "MAXN_SUPER")``, ``("gpu min", "306MHz")``; empty when none
+    was."""
+    requested = _op_dict(params, "requested")
+    words = requested.get("as")
+    if not isinstance(words, Mapping) or not words:
+        return []
+    out = []
+    for name, word in sorted(words.items()):
+        value = requested.get(name)
+        if isinstance(word, str) and value is not None and name in _KEY_FIELDS:
+            text = _fmt(value)
+            resolved = _freq_text(text) if name.endswith("_freq_hz") else op_label(f"{name}={text}")
+            out.append((op_label(f"{name}={word}"), resolved))
+    return out
+
+
+_PARAM_SPLIT = re.compile(r",(?=[A-Za-z_][\w.-]*=)")
+
+
+@lru_cache(maxsize=4096)
+def split_params(params: str) -> tuple[tuple[str, str], ...]:
+    """:func:`params_key`'s text as ``(name, value)`` pairs (a comma inside a value, as in
+    a JSON list, stays in the value)."""
+    if not params:
+        return ()
+    pairs = []
+    for item in _PARAM_SPLIT.split(params):
+        name, _, value = item.partition("=")
+        pairs.append((name, value))
+    return tuple(pairs)
 
 
 def op_value(params: Mapping[str, Any], name: str) -> Any:

@@ -157,6 +157,35 @@ class ResultEntry(_ResultRequired, total=False):
     extra: dict[str, Any]
 
 
+AB_ENV = "EDGEENERGY_AB"
+"""Environment variable by which ``edgeenergy ab`` gives each of its pytest sessions the
+report's ``ab`` object (JSON, see :func:`build_ab`)."""
+
+AbSide = Literal["A", "B"]
+
+
+class AbInfo(TypedDict):
+    """The optional top-level ``ab`` object of a report made inside ``edgeenergy ab``."""
+
+    session: str
+    side: AbSide
+    round: int
+    order: Literal["AB", "BA"]
+    ref: str
+
+
+def build_ab(session: str, side: AbSide, round_no: int, ref: str) -> AbInfo:
+    """The ``ab`` object of side ``side`` in round ``round_no`` (1-based) of A/B run
+    ``session``: odd rounds run A first (``AB``), even rounds B first (``BA``)."""
+    return {
+        "session": session,
+        "side": side,
+        "round": round_no,
+        "order": "AB" if round_no % 2 == 1 else "BA",
+        "ref": ref,
+    }
+
+
 class ReportHeader(TypedDict):
     """Everything in a report except ``tests``."""
 

@@ -31,17 +31,97 @@ class Marked:
 
 
 class Ratio(float):
-    """A ratio, shown as ``1.234x`` in text and as a plain number in CSV."""
+    """A ratio, shown as ``1.23x`` in text and as a plain number in CSV."""
+
+
+class Change(float):
+    """A change in percent, shown signed with two decimals (``+9.99``) in text and as a
+    plain number in CSV."""
 
 
 @dataclass
 class Table:
-    """Columns, rows of plain values (str, int, float, None, :class:`Marked`), and notes."""
+    """Columns, rows of plain values (str, int, float, None, :class:`Marked`), and notes;
+    ``header``: lines shown between the title and the columns (what every row shares, see
+    :func:`fold_columns`), not in CSV."""
 
     columns: list[str]
     rows: list[list[Any]] = field(default_factory=list)
     title: str = ""
     notes: list[str] = field(default_factory=list)
+    header: list[str] = field(default_factory=list)
+
+
+SHARED = "same on every row: "
+"""How the header line of the values every row shares begins."""
+
+
+def shared_lines(items: Sequence[str], width: int = 100) -> list[str]:
+    """``same on every row: a; b; c`` for ``items`` (``name value``), wrapped between items
+    at ``width`` characters (continuations indented); empty when there is no item."""
+    lines: list[str] = []
+    line = fresh = SHARED
+    for i, item in enumerate(items):
+        text = item + (";" if i < len(items) - 1 else "")
+        if line is not fresh and len(line) + len(text) > width:
+            lines.append(line.rstrip())
+            line = fresh = "  "
+        line += text + " "
+    if items:
+        lines.append(line.rstrip())
+    return lines
+
+
+def fold_columns(
+    table: Table,
+    names: Sequence[str],
+    *,
+    empty: Sequence[str] = (),
+    items: Sequence[str] = (),
+    width: int = 100,
+) -> Table:
+    """``table`` with each column of ``names`` that holds one value on every row moved into
+    a header line (``name value``, after ``items``), and each column of ``names`` or
+    ``empty`` that is empty on every row (None or "") dropped; other columns and the notes
+    as they are. A table without rows is returned as it is."""
+    if not table.rows:
+        return table
+    dropped: set[int] = set()
+    items = list(items)
+    for i, name in enumerate(table.columns):
+        if name not in names and name not in empty:
+            continue
+        values = {_hashable(row[i]) for row in table.rows}
+        if values <= {None, ""}:
+            dropped.add(i)
+        elif name in names and len(values) == 1 and not values & {None, ""}:
+            items.append(f"{name} {cell_text(table.rows[0][i])}")
+            dropped.add(i)
+    if not dropped and not items:
+        return table
+    kept = [i for i in range(len(table.columns)) if i not in dropped]
+    return Table(
+        [table.columns[i] for i in kept],
+        [[row[i] for i in kept] for row in table.rows],
+        table.title,
+        list(table.notes),
+        [*table.header, *shared_lines(items, width)],
+    )
+
+
+def _header_paragraphs(header: Sequence[str]) -> list[str]:
+    """Header lines as paragraphs: a wrapped line's continuations (indented) joined back."""
+    out: list[str] = []
+    for line in header:
+        if line.startswith("  ") and out:
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line.strip())
+    return out
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, type(None), Marked)) else repr(value)
 
 
 # "%.Nf" for N = max(0, 3 - floor(log10(magnitude))), indexed by floor(log10(magnitude)) + 4;
@@ -67,7 +147,7 @@ def cell_text(value: Any) -> str:
     if kind is float:
         return format_number(value)
     if kind is Ratio:
-        return f"{value:.3f}x"
+        return f"{value:.2f}x"
     if value is None:
         return "-"
     if isinstance(value, Marked):
@@ -75,7 +155,9 @@ def cell_text(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, Ratio):
-        return f"{value:.3f}x"
+        return f"{value:.2f}x"
+    if isinstance(value, Change):
+        return f"{value:+.2f}"
     if isinstance(value, float):
         return format_number(value)
     return str(value)
@@ -132,7 +214,7 @@ class _Column:
         if kinds <= {float}:
             return list(map(format_number, values))
         if kinds <= {Ratio, _NONE}:
-            return ["-" if v is None else f"{v:.3f}x" for v in values]
+            return ["-" if v is None else f"{v:.2f}x" for v in values]
         if kinds <= {int}:
             return list(map(str, values))
         return list(map(cell_text, values))
@@ -159,6 +241,7 @@ def render_text(table: Table) -> str:
     out = []
     if table.title:
         out.append(table.title)
+    out.extend(table.header)
     header, rule, padded = [], [], []
     for label, column in zip(table.columns, columns, strict=True):
         texts = column.texts()
@@ -198,6 +281,7 @@ def _render_text_rows(table: Table) -> str:
     out = []
     if table.title:
         out.append(table.title)
+    out.extend(table.header)
     out.append(line(table.columns))
     out.append("  ".join("-" * w for w in widths))
     out.extend(line(row) for row in cells)
@@ -260,6 +344,7 @@ def render_markdown(
     out = []
     if table.title:
         out.append(f"{'#' * heading_level} {_md_escape(table.title)}\n")
+    out.extend(f"{_md_escape(line)}\n" for line in _header_paragraphs(table.header))
     out.append("| " + " | ".join(_md_escape(c) for c in table.columns) + " |")
     out.append("|" + "|".join("---:" if n else "---" for n in rendered.numeric) + "|")
     out += rendered.lines
@@ -295,7 +380,7 @@ def _csv_column(column: _Column) -> Sequence[Any]:
     kinds, values = column.kinds, column.values
     if kinds <= {str, int}:
         return values
-    if kinds <= {float, Ratio}:
+    if kinds <= {float, Ratio, Change}:
         return list(map(float.__repr__, values))
     return list(map(_csv_cell, values))
 
@@ -322,6 +407,7 @@ def render_html_table(table: Table) -> str:
     out = []
     if table.title:
         out.append(f"<h2>{html.escape(table.title)}</h2>")
+    out.extend(f"<p>{html.escape(line)}</p>" for line in _header_paragraphs(table.header))
     out.append("<table>")
     out.append("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in table.columns) + "</tr>")
     columns = _columns(table)
