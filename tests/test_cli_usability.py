@@ -162,7 +162,7 @@ def test_summary_counts_one_test_in_the_singular() -> None:
     )
     lines = summary_lines(es)
     assert "1 test skipped before measuring (reasons: pytest -rs)" in lines
-    assert "1 test measured with edge_bench: see the benchmark table below" in lines
+    assert "1 test measured with edge_bench: 1 run, one row in the benchmark table below" in lines
     es.tests["t.py::test_c"] = Record("t.py::test_c", status="skipped")
     assert "2 tests skipped before measuring (reasons: pytest -rs)" in summary_lines(es)
 

@@ -186,7 +186,7 @@ def test_the_edge_bench_count_matches_the_table(pytester: pytest.Pytester, runs_
     if runs_too:
         result.stdout.fnmatch_lines(
             [
-                "1 test measured with edge_bench: see the benchmark table below",
+                "1 test measured with edge_bench: 1 run, one row in the benchmark table below",
                 "*energy benchmarks*",
             ]
         )

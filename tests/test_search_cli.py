@@ -119,7 +119,7 @@ def test_bad_input_is_refused_before_any_trial(
     assert code == 2 and out == ""
     assert err.startswith("edgeenergy: ") and message in err
     if "lowest measured" in message:
-        assert "at cpu_cores=2 cpu_freq_hz=729600000 gpu_freq_hz=306000000" in err
+        assert "at cpu_cores=2 cpu_freq=729.6MHz gpu_freq=306MHz" in err
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from ..bench.result import BenchResult
 
-__all__ = ["SUMMARY_HEADER", "format_rows", "summary_rows"]
+__all__ = ["SUMMARY_HEADER", "deadline_text", "format_rows", "summary_rows", "validity_cell"]
 
 SUMMARY_HEADER = (
     "workload",
@@ -50,7 +50,8 @@ def summary_rows(results: Iterable[BenchResult], *, header: bool = True) -> list
     ``[prefill]`` and ``[decode]``), config (graph mode/precision/device; a runtime other
     than torch in place of its graph mode; a load scenario other than offline after it:
     ``fixed-rate@30/s``), batch, operating point, J/item, latency p90, items/s, validity);
-    the header first unless ``header=False``. An invalid run shows ``INVALID: reason``."""
+    the header first unless ``header=False``. An invalid run shows ``INVALID: reason``; a
+    run with a deadline adds its late queries (:func:`validity_cell`)."""
     rows: list[tuple[str, ...]] = [SUMMARY_HEADER] if header else []
     for r in results:
         m = r.metrics()
@@ -71,10 +72,35 @@ def summary_rows(results: Iterable[BenchResult], *, header: bool = True) -> list
                 _energy(m["energy_per_item"]["value"]),
                 _latency(m["latency_p90"]["value"]),
                 _rate(m["throughput"]["value"]),
-                "valid" if r.valid else f"INVALID: {r.invalid_reason}",
+                validity_cell(r),
             )
         )
     return rows
+
+
+def validity_cell(r: BenchResult) -> str:
+    """``valid`` or ``INVALID: reason``; for a run with a deadline (a load scenario), then
+    its queries late over all repeats: ``valid; deadline 33.3 ms: 48/48 queries late (NOT
+    MET)``. A run meets its deadline when every repeat does (at most
+    :data:`~..bench.scenarios.ALLOWED_MISS_FRACTION` of its queries late)."""
+    text = "valid" if r.valid else f"INVALID: {r.invalid_reason}"
+    late = deadline_text(r)
+    return f"{text}; {late}" if late else text
+
+
+def deadline_text(r: BenchResult) -> str | None:
+    """``deadline 33.3 ms: 48/48 queries late (NOT MET)``; None without a deadline."""
+    schedules = [s for s in (rep.schedule for rep in r.repeats) if s is not None]
+    judged = [s for s in schedules if s.misses is not None]
+    deadline_s = judged[0].scenario.deadline_s if judged else None
+    if deadline_s is None:
+        return None
+    late = sum(s.misses or 0 for s in judged)
+    queries = sum(s.queries for s in judged)
+    met = all(s.met for s in judged)
+    return f"deadline {_latency(deadline_s)}: {late}/{queries} queries late" + (
+        "" if met else " (NOT MET)"
+    )
 
 
 def format_rows(rows: Sequence[Sequence[str]]) -> list[str]:

@@ -80,12 +80,18 @@ def order_items(items: list[pytest.Item]) -> tuple[int, list[OperatingPoint]]:
     return len(ordered), walk
 
 
-def order_line(test_count: int, walk: list[OperatingPoint]) -> str:
-    """``edgeenergy: 4 tests over 2 operating points, 1 knob change; order: a -> b``."""
+def order_line(test_count: int, walk: list[OperatingPoint], selected: int | None = None) -> str:
+    """``edgeenergy: 4 tests over 2 operating points, 1 knob change; order: a -> b``;
+    ``edgeenergy: 194 of 196 selected tests over ...`` when ``selected`` (the tests pytest
+    will run, after ``-k``/``-m``/``--workload`` deselection) counts tests that pin
+    nothing (they run first)."""
     from ..control.grid import count_changes
 
+    tests = counted(test_count, "test")
+    if selected is not None and selected != test_count:
+        tests = f"{test_count} of {counted(selected, 'selected test')}"
     return (
-        f"edgeenergy: {counted(test_count, 'test')} over "
+        f"edgeenergy: {tests} over "
         f"{counted(len(set(walk)), 'operating point')}, "
         f"{counted(count_changes(walk), 'knob change')}; "
         f"order: {' -> '.join(p.id for p in walk)}"

@@ -648,14 +648,9 @@ def _figures(t: Trial) -> str:
 
 
 def _knobs_text(knobs: Mapping[str, object]) -> str:
-    from ..control.values import format_freq
+    from ..search.trial import knobs_text
 
-    return " ".join(
-        f"{k.removesuffix('_hz')}={format_freq(v)}"
-        if k.endswith("_hz") and isinstance(v, int)
-        else f"{k}={v}"
-        for k, v in knobs.items()
-    )
+    return knobs_text(knobs)
 
 
 def _option_of(name: str, sources: Mapping[str, str]) -> str:

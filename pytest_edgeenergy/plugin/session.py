@@ -390,7 +390,7 @@ class EnergySession:
         self.point_order = [p.id for p in walk]
         tr = config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None and walk:
-            tr.write_line(pinning.order_line(count, walk))
+            tr.write_line(pinning.order_line(count, walk, len(items)))
         if self.control is not None:
             pinning.check_privileges(self.control, walk)
 

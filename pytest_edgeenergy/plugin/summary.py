@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -12,6 +13,7 @@ from .run_warnings import RunView, run_warnings
 if TYPE_CHECKING:
     from ..board.detect import Board
     from ..meters.meter import WindowResult
+    from .records import TestEnergy
 
 
 class SessionView(RunView, Protocol):
@@ -55,15 +57,13 @@ def board_line(es: SessionView) -> str:
 
 
 def summary_lines(es: SessionView) -> list[str]:
-    """The energy table printed after the test session."""
+    """The energy table printed after the test session, then the counts
+    (:func:`count_lines`), warnings, the run order of operating points and the report."""
     rows = [("test", "window", "status", "s", "energy J", "net J", "mean W", "samples", "valid")]
-    benched = skipped = 0
     for rec in es.tests.values():
-        if rec.metrics is not None and rec.extra.get("runs"):  # in the benchmark table
-            benched += 1
+        if _kind(rec) == "benched":  # in the benchmark table
             continue
         if not rec.windows:
-            skipped += rec.status == "skipped"
             if rec.status not in ("skipped", None):
                 rows.append((rec.nodeid, "-", rec.status, "-", "-", "-", "-", "0", "-"))
             continue
@@ -89,12 +89,7 @@ def summary_lines(es: SessionView) -> list[str]:
             out.append(
                 "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1]
             )
-    if benched:
-        out.append(
-            f"{counted(benched, 'test')} measured with edge_bench: see the benchmark table below"
-        )
-    if skipped:
-        out.append(f"{counted(skipped, 'test')} skipped before measuring (reasons: pytest -rs)")
+    out.extend(count_lines(es.tests.values()))
     out.extend(f"WARNING: {w['message']}" for w in run_warnings(es))
     if es.point_order:
         out.append("operating points in run order: " + " -> ".join(es.point_order))
@@ -102,6 +97,100 @@ def summary_lines(es: SessionView) -> list[str]:
         out.append(f"report: {es.report_path}")
     out.extend(f"REPORT ERROR: {e}" for e in es.report_errors)
     return out
+
+
+def _kind(rec: TestEnergy) -> str:
+    """Where a test's figures are shown: ``benched`` (its runs are rows of the benchmark
+    table), ``windows`` (its windows are rows of the energy table), ``row`` (it measured
+    nothing and has one row there: failed, error, or a test that only pinned a point),
+    ``skipped`` (skipped before measuring: no row) or ``none`` (recorded, no outcome
+    reported: no row)."""
+    if rec.metrics is not None and rec.extra.get("runs"):
+        return "benched"
+    if rec.windows:
+        return "windows"
+    if rec.status == "skipped":
+        return "skipped"
+    return "none" if rec.status is None else "row"
+
+
+_OUTCOMES = ("passed", "failed", "error", "skipped", "not run")
+
+
+def _outcome(status: str | None) -> str:
+    """pytest's outcome of a recorded status: ``invalid`` (a passed test whose measurement
+    is invalid) counts as passed, as pytest counts it; None (no outcome reported) is
+    ``not run``."""
+    if status in (None, "skipped", "failed", "error"):
+        return status or "not run"
+    return "passed"
+
+
+def count_lines(records: Iterable[TestEnergy]) -> list[str]:
+    """What became of the tests that used the board, counted so that the numbers add up:
+    a first line by pytest's outcome (as its own last line counts them), then each test
+    once by where its figures are (benchmark table, energy table, none)."""
+    recs = list(records)
+    if not recs:
+        return []
+    outcomes = Counter(_outcome(r.status) for r in recs)
+    parts = [
+        counted(outcomes[o], o) if o == "error" else f"{outcomes[o]} {o}"
+        for o in _OUTCOMES
+        if outcomes[o]
+    ]
+    invalid = sum(r.status == "invalid" for r in recs)
+    if invalid:
+        parts[0] += f" ({invalid} of them measured INVALID)"
+    lines = [
+        f"{counted(len(recs), 'test')} used the board (energy, edge_bench or "
+        f"operating_point): {', '.join(parts)}"
+    ]
+    by_kind: dict[str, list[TestEnergy]] = {}
+    for r in recs:
+        by_kind.setdefault(_kind(r), []).append(r)
+    benched = by_kind.get("benched", [])
+    if benched:
+        runs = sum(len(r.extra["runs"]) for r in benched)
+        lines.append(
+            f"{counted(len(benched), 'test')} measured with edge_bench: "
+            f"{counted(runs, 'run')}, {_each(runs)} in the benchmark table below" + _others(benched)
+        )
+    windowed = by_kind.get("windows", [])
+    if windowed:
+        windows = sum(len(r.windows) for r in windowed)
+        lines.append(
+            f"{counted(len(windowed), 'test')} measured in energy windows: "
+            f"{counted(windows, 'window')}, {_each(windows)} in the table above" + _others(windowed)
+        )
+    ended = by_kind.get("row", [])
+    if ended:
+        lines.append(
+            f"{counted(len(ended), 'test')} measured nothing "
+            f"({', '.join(sorted({str(r.status) for r in ended}))}): {_each(len(ended))} "
+            "in the table above"
+        )
+    skipped = by_kind.get("skipped", [])
+    if skipped:
+        lines.append(
+            f"{counted(len(skipped), 'test')} skipped before measuring (reasons: pytest -rs)"
+        )
+    never = by_kind.get("none", [])
+    if never:
+        lines.append(f"{counted(len(never), 'test')} not run to the end (no outcome)")
+    return lines
+
+
+def _each(n: int) -> str:
+    return "one row" if n == 1 else "one row each"
+
+
+def _others(recs: Sequence[TestEnergy]) -> str:
+    """`` (1 then skipped)``: how many of ``recs`` did not pass after measuring."""
+    counts = Counter(_outcome(r.status) for r in recs)
+    said = {"failed": "then failed", "error": "then erred", "skipped": "then skipped"}
+    text = ", ".join(f"{counts[o]} {said[o]}" for o in said if counts[o])
+    return f" ({text})" if text else ""
 
 
 def _point_flags(info: dict[str, Any] | None) -> str:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.text import Text
 
 ENERGY_METRICS = ("energy_per_item", "energy_j")
 """Energy metrics in order of preference, chosen per workload."""
@@ -212,13 +213,84 @@ def _simulated_note(df: pd.DataFrame) -> str:
 
 
 def _title(ax: Axes, text: str, df: pd.DataFrame) -> None:
+    """The axes' title, " (simulated)" added for virtual boards (wrapped to the figure by
+    :func:`fit_titles`)."""
     note = "" if "(simulated)" in text else _simulated_note(df)
     ax.set_title(text + note, fontsize=10)
 
 
 def _suptitle(fig: Figure, text: str, df: pd.DataFrame) -> None:
+    """The figure's title, as :func:`_title`."""
     note = "" if "(simulated)" in text else _simulated_note(df)
     fig.suptitle(text + note, fontsize=10)
+
+
+_TITLE_MARGIN = 0.96
+"""Share of the room beside a title's anchor it may fill (a few pixels from the edge)."""
+
+
+def fit_titles(fig: Figure) -> Figure:
+    """Wrap the figure's titles and every axes' title that would not fit inside the figure
+    (at spaces; a word too long for any line gets a smaller font), so that no title is
+    clipped. The layout is drawn (Agg, no output) to know where each title stands."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    titles = [*fig.texts, *(ax.title for ax in fig.axes)]
+    original = {id(t): t.get_text() for t in titles}
+    for _ in range(3):  # a wrapped title moves the axes: check again in the new layout
+        fig.draw_without_rendering()
+        renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
+        if not [t for t in titles if _wrap_to_fit(t, original[id(t)], fig, renderer)]:
+            break
+    return fig
+
+
+def _room_px(title: Text, fig: Figure, renderer: Any) -> float:
+    """The width a title may take in the figure, from its anchor and alignment."""
+    box, room = title.get_window_extent(renderer), fig.bbox
+    align = title.get_horizontalalignment()
+    if align == "left":
+        return float(room.x1 - box.x0)
+    if align == "right":
+        return float(box.x1 - room.x0)
+    centre = (box.x0 + box.x1) / 2
+    return float(2 * min(centre - room.x0, room.x1 - centre))
+
+
+def _wrap_to_fit(title: Text, text: str, fig: Figure, renderer: Any) -> bool:
+    """Wrap ``text`` (its own line breaks kept) into ``title`` to fit the figure's width;
+    True when the title changed."""
+    if not text:
+        return False
+    box = title.get_window_extent(renderer)
+    if box.x0 >= fig.bbox.x0 and box.x1 <= fig.bbox.x1:
+        return False
+    width = _TITLE_MARGIN * _room_px(title, fig, renderer)
+    size = float(title.get_fontproperties().get_size_in_points())
+
+    def measured(line: str) -> float:
+        w, _, _ = renderer.get_text_width_height_descent(line, title.get_fontproperties(), False)
+        return float(w)
+
+    while True:
+        lines: list[str] = []
+        for paragraph in text.split("\n"):
+            lines.append("")
+            for word in paragraph.split(" "):
+                joined = f"{lines[-1]} {word}" if lines[-1] else word
+                if lines[-1] and measured(joined) > width:
+                    lines.append(word)
+                else:
+                    lines[-1] = joined
+        points = float(title.get_fontproperties().get_size_in_points())
+        if max(map(measured, lines)) <= width or points <= 6:
+            break
+        title.set_fontsize(points - 1)  # a word wider than the room
+    wrapped = "\n".join(lines)
+    changed = wrapped != title.get_text() or points != size
+    title.set_text(wrapped)
+    return changed
 
 
 def _batch(value: Any) -> int | None:
@@ -300,7 +372,7 @@ def heatmap_figure(
     if "batch_size" not in (x, y) and _batch(first["batch_size"]) is not None:
         what += f", batch {_batch(first['batch_size'])}"
     _title(ax, f"{_label(metric)}: {first['device']}, {what}", rows)
-    return fig
+    return fit_titles(fig)
 
 
 def _batch_colors(batches: Sequence[int]) -> tuple[Callable[[int | None], Any], Any]:
@@ -410,15 +482,16 @@ def energy_vs_gpu_freq_figure(
         if rows.empty:
             raise NotDrawn(f"no energy result at batch size {batch_size}")
     rows = _sweep(rows, "gpu_freq_hz", workload)
+    rows, config = _one_configuration(rows)
     metric = str(rows["metric"].iloc[0])
     fig, panels = _panels(_device_panels(rows))
     what = _freq_lines(fig, rows, panels, [(metric, rows)], mark_min=True)
-    text = f"{_label(metric)} vs GPU frequency: {rows['workload'].iloc[0]}{what}"
+    text = f"{_label(metric)} vs GPU frequency: {rows['workload'].iloc[0]}{what}{config}"
     if len(panels) > 1:
         _suptitle(fig, text, rows)
     else:
         _title(panels[0][0], text, rows)
-    return fig
+    return fit_titles(fig)
 
 
 def latency_power_vs_gpu_freq_figure(
@@ -432,21 +505,41 @@ def latency_power_vs_gpu_freq_figure(
         if lat.empty:
             raise NotDrawn(f"no latency result at batch size {batch_size}")
     lat = _sweep(lat, "gpu_freq_hz", workload)
+    lat, config = _one_configuration(lat)
     lat_metric = str(lat["metric"].iloc[0])
     power = _metric(df, "power_mean").dropna(subset=["gpu_freq_hz"])
-    power = power[power["workload"] == lat["workload"].iloc[0]]
-    power = power[
-        power["batch_size"].astype("object").isin(set(lat["batch_size"].astype("object")))
-    ]
+    power = power[power["test_id"].isin(set(lat["test_id"]))]
     fig, panels = _panels(_device_panels(lat), rows_each=2, height=6.0)
     metrics = [(lat_metric, lat), ("power_mean", power)]
     what = _freq_lines(fig, lat, panels, metrics, mark_min=False)
-    text = f"latency and power vs GPU frequency: {lat['workload'].iloc[0]}{what}"
+    text = f"latency and power vs GPU frequency: {lat['workload'].iloc[0]}{what}{config}"
     if len(panels) > 1:
         _suptitle(fig, text, lat)
     else:
         _title(panels[0][0], text, lat)
-    return fig
+    return fit_titles(fig)
+
+
+def _one_configuration(rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The rows of one configuration (graph mode or runtime, precision and every other
+    parameter but the operating point and batch size): the one with the most results,
+    offline before a load scenario's; and the title's words for it when there were several
+    (lines are never a mean over configurations)."""
+    params = rows["params"].fillna("").astype(str)
+    configs = [
+        _config_of(p, g, pr)
+        for p, g, pr in zip(params, rows["graph_mode"], rows["precision"], strict=True)
+    ]
+    keys = ["\x1f".join(f"{k}={v}" for k, v in c) for c in configs]
+    if len(set(keys)) == 1:
+        return rows, ""
+    rows = rows.assign(line=keys)
+    stream = {k: _stream_text(p) is not None for k, p in zip(keys, params, strict=True)}
+    count = rows["line"].value_counts()
+    chosen = min(count.index, key=lambda k: (stream[k], -count[k], k))
+    label = "/".join(v for n, v in dict(configs[keys.index(chosen)]).items() if n in _MAIN_FIELDS)
+    n = len(count)
+    return rows[rows["line"] == chosen], f", {label or chosen} (1 of {n} configurations)"
 
 
 def _batch_ticks(batches: Sequence[int], most: int = 13) -> list[int]:
@@ -489,6 +582,114 @@ def _op_order(rows: pd.DataFrame) -> list[Any]:
     return sorted(first.index, key=key)
 
 
+_MAIN_FIELDS = ("graph", "precision", "device", "op")
+"""The parts of a configuration a legend names first: graph mode (the runtime in its place
+when it is not torch, as in the benchmark table's config column), precision, device,
+operating point."""
+
+Config = tuple[tuple[str, str], ...]
+"""A configuration of a workload: ``(name, value)`` of each part, :data:`_MAIN_FIELDS`
+first, then the other parameters by name."""
+
+
+def _config_pairs(params: str) -> tuple[tuple[str, str], ...]:
+    """A row's parameters that say which experiment it was: every pair of ``params`` but
+    records of how the run went (a JSON object or list, as a training run's
+    ``training_timing``), which differ from run to run."""
+    from pytest_edgeenergy.report.keys import split_params
+
+    return tuple((k, v) for k, v in split_params(params) if not v.startswith(("{", "[")))
+
+
+def _config_of(params: str, graph_mode: Any, precision: Any, op: Any = None) -> Config:
+    """The configuration of a row (without the operating point when ``op`` is None)."""
+    pairs = dict(_config_pairs(params))
+    runtime = pairs.pop("runtime", None)
+    main = {
+        "graph": runtime if runtime not in (None, "torch") else graph_mode,
+        "precision": precision,
+        "device": pairs.pop("device", None),
+        "op": _op_text(op) if op is not None else None,
+    }
+    known = [(k, str(v)) for k, v in main.items() if isinstance(v, str) and v]
+    return tuple(known + sorted(pairs.items()))
+
+
+def _stream_text(params: str) -> str | None:
+    """``fixed-rate@30/s`` for a result of a load scenario; None offline."""
+    pairs = dict(_config_pairs(params))
+    scenario = pairs.get("scenario")
+    if scenario in (None, "offline"):
+        return None
+    rate = pairs.get("rate_hz")
+    return f"{scenario}@{rate}/s" if rate else scenario
+
+
+def _streams_note(streams: pd.DataFrame) -> str:
+    """``left out: mobilenet_v2 fixed-rate@30/s at batch 1 (...)``."""
+    seen = dict.fromkeys(
+        f"{w} {_stream_text(p)}" + (f" at batch {_batch(b)}" if _batch(b) is not None else "")
+        for w, p, b in zip(
+            streams["workload"], streams["params"], streams["batch_size"], strict=True
+        )
+    )
+    return (
+        f"left out: {', '.join(seen)} (a load scenario: its energy per item includes the "
+        "idle time between queries)"
+    )
+
+
+def _labels(configs: Sequence[Config]) -> tuple[dict[Config, str], str]:
+    """Legend labels naming what differs between ``configs`` (the main parts; the other
+    parameters only where two would read the same) and the legend's title (what the
+    labels name, and the main parts every line shares)."""
+    parts = [dict(c) for c in configs]
+    varying = [n for n in _MAIN_FIELDS if len({p.get(n) for p in parts}) > 1]
+    shared = [parts[0][n] for n in _MAIN_FIELDS if n not in varying and n in parts[0]]
+    labels = {
+        c: "/".join(p[n] for n in varying if n in p) for c, p in zip(configs, parts, strict=True)
+    }
+    for c, p in zip(configs, parts, strict=True):
+        twins = [dict(o) for o in configs if o != c and labels[o] == labels[c]]
+        if twins:  # the same main parts: name the other parameters that differ
+            extra = [
+                f"{k}={v}"
+                for k, v in p.items()
+                if k not in _MAIN_FIELDS and any(t.get(k) != v for t in twins)
+            ]
+            labels[c] = " ".join([labels[c], *extra]).strip()
+    title = "operating point" if varying in (["op"], []) else "configuration"
+    if shared:
+        title += f" (all {'/'.join(shared)})"
+    return labels, title
+
+
+def _batch_sweep(rows: pd.DataFrame, workload: str | None, note: str) -> pd.DataFrame:
+    """Rows of one workload where a configuration (column ``line``) ran two or more batch
+    sizes: ``workload``, or the workload with the most such results."""
+    known = rows.dropna(subset=["batch_size"])
+    if workload is not None:
+        known = known[known["workload"] == workload]
+        if known.empty:
+            raise NotDrawn(f"workload {workload!r} has no result with a batch size{note}")
+    if known.empty:
+        raise NotDrawn(_missing("batch_size") + note)
+    per_line = known.groupby(["workload", "line"])["batch_size"].nunique()
+    swept = per_line[per_line >= 2].index.get_level_values("workload").unique()
+    if swept.empty:
+        values = _values_text("batch_size", list(known["batch_size"].unique()))
+        if known.groupby("workload")["batch_size"].nunique().max() < 2:
+            raise NotDrawn(
+                f"one batch size per workload only ({values}); the plot needs two or more{note}"
+            )
+        raise NotDrawn(
+            f"one batch size per configuration only ({values}); a line needs two or more of"
+            f" one configuration (graph mode or runtime, precision, operating point){note}"
+        )
+    chosen = known[known["workload"].isin(swept)]["workload"].value_counts().index[0]
+    return known[known["workload"] == chosen]
+
+
 def energy_vs_batch_figure(
     df: pd.DataFrame,
     *,
@@ -497,23 +698,44 @@ def energy_vs_batch_figure(
     metric: str | None = None,
 ) -> Figure:
     """Energy against batch size for one workload, a panel per device (or ``device``), a
-    line per operating point."""
+    line per configuration (graph mode or runtime, precision, operating point and every
+    other parameter: never an average over several). Results of a load scenario (a
+    stream) are left out, and the title (or the reason it is not drawn) says which:
+    their energy per item includes the idle time between queries."""
     rows = _energy(df, metric)
     if device is not None:
         rows = rows[rows["device"] == device]
         if rows.empty:
             raise NotDrawn(f"no energy result of device {device!r}")
-    rows = _sweep(rows, "batch_size", workload)
+    params = rows["params"].fillna("").astype(str)
+    stream = params.map(lambda p: _stream_text(p) is not None)
+    streams = rows[stream]
+    configs = [
+        _config_of(p, g, pr, op)
+        for p, g, pr, op in zip(
+            params, rows["graph_mode"], rows["precision"], rows["op"], strict=True
+        )
+    ]
+    keys = {c: "\x1f".join(f"{k}={v}" for k, v in c) for c in configs}
+    rows = rows.assign(line=[keys[c] for c in configs])[~stream]
+    note = f"; {_streams_note(streams)}" if not streams.empty else ""
+    rows = _batch_sweep(rows, workload, note)
+    name = str(rows["workload"].iloc[0])
+    streams = streams[streams["workload"] == name]
     metric = str(rows["metric"].iloc[0])
     devices = sorted(rows["device"].unique())
     fig, panels = _panels(len(devices))
     ops = _op_order(rows)
-    cmap = _colormap(len(ops))
+    op_of = rows.groupby("line")["op"].first()
+    by_key = {k: c for c, k in keys.items()}
+    lines = sorted(set(rows["line"]), key=lambda k: (ops.index(op_of[k]), by_key[k]))
+    labels, legend_title = _labels([by_key[k] for k in lines])
+    cmap = _colormap(len(lines))
     for dev, (ax,) in zip(devices, panels, strict=True):
         part = rows[rows["device"] == dev]
         shown = 0
-        for i, op in enumerate(ops):
-            series = part[part["op"] == op].groupby("batch_size")["value"].mean().sort_index()
+        for i, key in enumerate(lines):
+            series = part[part["line"] == key].groupby("batch_size")["value"].mean().sort_index()
             if series.empty:
                 continue
             shown += 1
@@ -523,24 +745,24 @@ def energy_vs_batch_figure(
                 marker="o" if len(series) < 20 else None,
                 markersize=3,
                 color=cmap(i),
-                label=_op_text(op),
+                label=labels[by_key[key]],
             )
         _batch_axis(ax, [int(b) for b in part["batch_size"].unique()])
         ax.set_ylabel(_label(metric))
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, ncol=2 if shown > 8 else 1, title="operating point")
+        ax.legend(fontsize=7, ncol=2 if shown > 8 else 1, title=legend_title, title_fontsize=7)
         if len(devices) > 1:
             ax.set_title(str(dev), fontsize=9)
-    text = f"{_label(metric)} vs batch size: {rows['workload'].iloc[0]}"
+    text = f"{_label(metric)} vs batch size: " + (
+        name if len(devices) > 1 else f"{devices[0]}, {name}"
+    )
+    if not streams.empty:
+        text += f"\n{_streams_note(streams)}"
     if len(devices) > 1:
         _suptitle(fig, text, rows)
     else:
-        _title(
-            panels[0][0],
-            f"{_label(metric)} vs batch size: {devices[0]}, {rows['workload'].iloc[0]}",
-            rows,
-        )
-    return fig
+        _title(panels[0][0], text, rows)
+    return fit_titles(fig)
 
 
 def pareto_figure(
@@ -597,7 +819,7 @@ def pareto_figure(
     batch = _batch(joined["batch_size"].iloc[0])
     what = f", batch {batch}" if batch is not None else ""
     _title(ax, f"latency vs energy, Pareto front: {joined['workload'].iloc[0]}{what}", joined)
-    return fig
+    return fit_titles(fig)
 
 
 def pareto_front(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
@@ -643,7 +865,7 @@ def cross_device_figure(df: pd.DataFrame, *, metric: str | None = None) -> Figur
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=8)
         _title(ax, f"{_label(m)} per device (best operating point)", rows)
-    return fig
+    return fit_titles(fig)
 
 
 def _saved(build: Callable[[], Figure], path: Path) -> Path | None:

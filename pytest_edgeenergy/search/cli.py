@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import InvalidValue
@@ -18,7 +18,7 @@ from .objective import OBJECTIVES, Objective
 from .replay import ReplayOracle, ReplayTable, read_replay
 from .strategies import make_strategy
 from .strategy import STRATEGIES
-from .trial import Trial
+from .trial import Trial, knobs_text
 
 SEED = IntRange(0, 2**32 - 1)
 """numpy's and optuna's seed range, as ``--edge-seed``'s."""
@@ -82,10 +82,6 @@ def _where(items: Sequence[str], option: str) -> dict[str, str]:
     return out
 
 
-def _knobs_text(knobs: Mapping[str, object]) -> str:
-    return " ".join(f"{k}={v}" for k, v in knobs.items())
-
-
 def check_budget(table: ReplayTable, objective: Objective) -> None:
     """Refuse a budget that no point of ``table`` meets, naming the closest point."""
     if any(objective.feasible(t.time_s, t.power_w) for t in table.trials):  # type: ignore[arg-type]
@@ -95,14 +91,14 @@ def check_budget(table: ReplayTable, objective: Objective) -> None:
         if low.power_w is not None and low.power_w > objective.power_budget_w:
             raise InvalidValue(
                 f"no operating point meets {objective.power_budget_w:g} W; the lowest "
-                f"measured was {low.power_w:.4g} W at {_knobs_text(low.knobs)}"
+                f"measured was {low.power_w:.4g} W at {knobs_text(low.knobs)}"
             )
     if objective.latency_budget_s is not None:
         fast = min(table.trials, key=lambda t: t.time_s or 0.0)
         if fast.time_s is not None and fast.time_s > objective.latency_budget_s:
             raise InvalidValue(
                 f"no operating point meets {objective.latency_budget_s:g} s; the fastest "
-                f"measured was {fast.time_s:.4g} s at {_knobs_text(fast.knobs)}"
+                f"measured was {fast.time_s:.4g} s at {knobs_text(fast.knobs)}"
             )
     raise InvalidValue(f"no operating point meets both budgets ({objective.describe()})")
 
@@ -133,22 +129,22 @@ def _text(result: SearchResult, table: ReplayTable) -> str:
         if t.ok:
             ok = result.objective.feasible(t.time_s, t.power_w)  # type: ignore[arg-type]
             lines.append(
-                f"  trial{i:<3} {_knobs_text(t.knobs):60} {t.time_s:.4g} s  {t.power_w:.4g} W  "
+                f"  trial{i:<3} {knobs_text(t.knobs):60} {t.time_s:.4g} s  {t.power_w:.4g} W  "
                 f"{t.energy_j:.4g} J{'' if ok else '  over budget'}"
             )
         else:
-            lines.append(f"  trial{i:<3} {_knobs_text(t.knobs):60} failed: {t.failed}")
+            lines.append(f"  trial{i:<3} {knobs_text(t.knobs):60} failed: {t.failed}")
     b = result.best
     if b is None:
         lines.append("best: no profiled point met the budget")
     else:
         lines.append(
-            f"best: {_knobs_text(b.knobs)}: {b.time_s:.4g} s, {b.power_w:.4g} W, {b.energy_j:.4g} J"
+            f"best: {knobs_text(b.knobs)}: {b.time_s:.4g} s, {b.power_w:.4g} W, {b.energy_j:.4g} J"
         )
     if result.objective.multi:
         lines.append("pareto front (time vs energy):")
         lines += [
-            f"  {_knobs_text(t.knobs)}: {t.time_s:.4g} s, {t.energy_j:.4g} J" for t in result.front
+            f"  {knobs_text(t.knobs)}: {t.time_s:.4g} s, {t.energy_j:.4g} J" for t in result.front
         ]
     return "\n".join(lines)
 

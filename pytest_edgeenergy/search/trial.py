@@ -10,6 +10,20 @@ from typing import Any
 from .space import Knobs, KnobValue
 
 
+def knobs_text(knobs: Mapping[str, object]) -> str:
+    """Knobs for people: ``gpu_freq=921.6MHz batch_size=13`` (a frequency in kHz, MHz or
+    GHz as in operating-point ids, :func:`~pytest_edgeenergy.control.values.format_freq`;
+    the JSON output keeps Hz)."""
+    from ..control.values import format_freq
+
+    return " ".join(
+        f"{k.removesuffix('_hz')}={format_freq(v)}"
+        if k.endswith("_hz") and isinstance(v, int) and not isinstance(v, bool) and v > 0
+        else f"{k}={v}"
+        for k, v in knobs.items()
+    )
+
+
 @dataclass(frozen=True)
 class Trial:
     """A measured point (time and mean power per unit of work) or a failed one."""
