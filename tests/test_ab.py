@@ -615,3 +615,33 @@ def test_offline_reports_of_different_devices_exit_2(
     assert ab_main(["--reports", *map(str, paths), "--fail", GATE]) == 2
     err = capsys.readouterr().err
     assert "A/B pairs must come from one device" in err and str(paths[3]) in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "rounds", "given", "expected"),
+    [
+        (["--edge-repeats=5"], {}, 3, None, 2),  # the run's 5 repeats over 3 rounds
+        (["--edge-repeats", "12"], {}, 3, None, 4),
+        ([], {}, 3, None, 4),  # the plugin's default 10 over 3 rounds
+        ([], {"EDGEENERGY_REPEATS": "30"}, 5, None, 6),
+        (["--edge-repeats=1"], {}, 3, None, 2),  # at least 2: a round needs a spread
+        (["--edge-repeats=5"], {}, 3, 7, 7),  # --round-repeats wins
+        (["--edge-quick"], {}, 3, None, None),  # quick keeps its own counts
+    ],
+)
+def test_repeats_are_spread_over_the_rounds(
+    argv: list[str], env: dict[str, str], rounds: int, given: int | None, expected: int | None
+) -> None:
+    from pytest_edgeenergy.ab.pytest_args import read_pytest_args, round_repeats
+
+    args = read_pytest_args(argv, env)
+    assert not any(a.startswith("--edge-repeats") for a in args.rest)  # ab passes its own
+    assert round_repeats(args, rounds, given) == expected
+
+
+def test_bad_repeats_in_the_pytest_arguments_are_bad_input() -> None:
+    from pytest_edgeenergy.ab import AbError
+    from pytest_edgeenergy.ab.pytest_args import read_pytest_args
+
+    with pytest.raises(AbError, match=r"--edge-repeats \(pytest arguments\): 'many'"):
+        read_pytest_args(["--edge-repeats=many"], {})

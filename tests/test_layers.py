@@ -32,7 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "search": BASE | {"board", "control", "report"},
     "workloads": BASE | {"bench"},
     "plugin": BASE | {"board", "sim", "meters", "control", "report", "bench", "search"},
-    "ab": BASE | {"board", "sim", "control", "report"},
+    "ab": BASE | {"board", "sim", "control", "report", "bench"},
     "cli": BASE
     | {"board", "sim", "meters", "control", "report", "bench", "search", "plugin", "ab"},
 }

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from ..bench.settings import REPEATS
 from ..errors import EdgeEnergyError
 from ..ranges import IntRange
 from ..report.gate import (
@@ -42,7 +43,7 @@ from ..words import counted
 from . import AbError, Terminated
 from .board import open_board
 from .checkout import prepare
-from .pytest_args import read_pytest_args, session_environment
+from .pytest_args import PytestArgs, read_pytest_args, round_repeats, session_environment
 from .rounds import Sessions
 
 if TYPE_CHECKING:
@@ -116,6 +117,15 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="where the sessions' reports and logs go (default: a new reports/ab-TIME)",
+    )
+    p.add_argument(
+        "--round-repeats",
+        type=REPEATS,
+        default=None,
+        metavar="N",
+        help="--edge-repeats of every session (default: the run's --edge-repeats, 10 when not "
+        "given, spread over --rounds, at least 2 each, so A/B measures about as much as "
+        f"running both versions once); {REPEATS.describe()}",
     )
     p.add_argument("--format", choices=FORMATS, default="table", help="verdict format")
     p.add_argument(
@@ -238,7 +248,7 @@ def _live(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
                 out=out,
                 board_root=board.root,
                 token=board.token,
-                pytest_args=pytest_args.rest,
+                pytest_args=pytest_args.rest + _repeats_arg(pytest_args, args),
                 environ=session_environment(os.environ),
                 session_id=secrets.token_hex(8),
                 say=_say,
@@ -257,6 +267,14 @@ def _live(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
     )
     _show(verdict, lines, args.format, out / "verdict.md")
     return 1 if verdict.failed else 0
+
+
+def _repeats_arg(pytest_args: PytestArgs, args: argparse.Namespace) -> list[str]:
+    repeats = round_repeats(pytest_args, args.rounds, args.round_repeats)
+    if repeats is None:
+        return []
+    _say(f"{counted(repeats, 'repeat')} per session (--round-repeats)")
+    return [f"--edge-repeats={repeats}"]
 
 
 def _rounds(

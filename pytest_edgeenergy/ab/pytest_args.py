@@ -11,10 +11,13 @@ read: a board named only in an ini file is not seen here (the sessions then refu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..bench.settings import DEFAULT as DEFAULT_BENCH
+from ..bench.settings import REPEATS
 from ..board.generations import MODEL_NAMES
 from ..errors import InvalidValue
 from ..ranges import FloatRange, shown
@@ -23,6 +26,7 @@ from . import AbError
 SIM_LOAD = FloatRange(0.0, 1.0)
 LOCK_TIMEOUT_S = FloatRange(0.0, 86400.0, "s")
 DEFAULT_LOCK_TIMEOUT_S = 300.0
+MIN_ROUND_REPEATS = 2
 
 GATE_HINT = "ab gates B against A itself: give the gate as `edgeenergy ab --fail EXPR`"
 REFUSED: dict[str, str] = {
@@ -50,18 +54,27 @@ DROPPED_ENV = (
     "EDGEENERGY_SEARCH",
 )
 """The same options given in the environment: left out of the sessions' environment."""
-BOARD_ENV = ("EDGEENERGY_BOARD", "EDGEENERGY_ROOT", "EDGEENERGY_SIM_LOAD")
-"""Read by ab, then left out: every session gets ``--edge-root`` of the one board."""
+BOARD_ENV = ("EDGEENERGY_BOARD", "EDGEENERGY_ROOT", "EDGEENERGY_SIM_LOAD", "EDGEENERGY_REPEATS")
+"""Read by ab, then left out: every session gets ``--edge-root`` of the one board and the
+repeats of one round."""
 
-_VALUED = ("--edge-board", "--edge-root", "--edge-sim-load", "--edge-lock-timeout")
+_VALUED = (
+    "--edge-board",
+    "--edge-root",
+    "--edge-sim-load",
+    "--edge-lock-timeout",
+    "--edge-repeats",
+)
 _ENV_OF = {
     "--edge-board": "EDGEENERGY_BOARD",
     "--edge-root": "EDGEENERGY_ROOT",
     "--edge-sim-load": "EDGEENERGY_SIM_LOAD",
     "--edge-lock-timeout": "EDGEENERGY_LOCK_TIMEOUT",
+    "--edge-repeats": "EDGEENERGY_REPEATS",
 }
-_TAKEN = ("--edge-board", "--edge-root", "--edge-sim-load")
-"""Consumed by ab: not passed on (the sessions get ``--edge-root``)."""
+_TAKEN = ("--edge-board", "--edge-root", "--edge-sim-load", "--edge-repeats")
+"""Consumed by ab: not passed on (the sessions get ``--edge-root``, and the repeats of one
+round)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,11 @@ class PytestArgs:
     root: Path | None = None
     """``--edge-root``: the board tree (absolute); None with a virtual board or ``/``."""
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+    repeats: int | None = None
+    """``--edge-repeats`` as given (None: the plugin's default); ab spreads them over the
+    rounds (:func:`round_repeats`)."""
+    quick: bool = False
+    """``--edge-quick`` was given: its tiny repeats are kept as they are."""
     dropped_env: list[str] = field(default_factory=list)
     """Environment variables of :data:`DROPPED_ENV` that were set (left out)."""
 
@@ -132,6 +150,8 @@ def read_pytest_args(argv: Sequence[str], environ: Mapping[str, str]) -> PytestA
         sim_load=_sim_load(found.get("--edge-sim-load")),
         root=root,
         lock_timeout_s=_number(found.get("--edge-lock-timeout"), LOCK_TIMEOUT_S),
+        repeats=_repeats(found.get("--edge-repeats")),
+        quick="--edge-quick" in rest,
         dropped_env=[k for k in DROPPED_ENV if environ.get(k)],
     )
 
@@ -157,6 +177,29 @@ def _sim_load(given: tuple[str, str] | None) -> float | None:
         return SIM_LOAD.parse(text)
     except InvalidValue:
         raise AbError(f"{origin}: {shown(text)} is not 'host' nor a fraction 0..1") from None
+
+
+def _repeats(given: tuple[str, str] | None) -> int | None:
+    if given is None:
+        return None
+    text, origin = given
+    try:
+        return REPEATS.parse(text)
+    except InvalidValue as e:
+        raise AbError(f"{origin}: {e}") from None
+
+
+def round_repeats(args: PytestArgs, rounds: int, given: int | None = None) -> int | None:
+    """``--edge-repeats`` of every session: ``given`` (ab's ``--round-repeats``), else the
+    run's repeats spread over the first ``rounds`` rounds (at least 2 each, so a round has a
+    spread), so that A/B measures about as much as running both versions once; None with
+    ``--edge-quick`` (its own tiny counts)."""
+    if given is not None:
+        return given
+    if args.quick:
+        return None
+    total = args.repeats if args.repeats is not None else DEFAULT_BENCH.repeats
+    return max(MIN_ROUND_REPEATS, math.ceil(total / rounds))
 
 
 def _number(given: tuple[str, str] | None, allowed: FloatRange) -> float:
