@@ -1,6 +1,7 @@
 # The two commands (see README): `make run` runs the benchmark suites (on a virtual board
 # when no Jetson is present); `make test` runs lint, types and the tests. Both create the
-# virtual environment .venv on first use, so they work on a fresh machine.
+# virtual environment .venv on first use, so they work on a fresh machine. `make test` also
+# builds the manual (docs/, mkdocs.yml) with `mkdocs build --strict`.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -18,7 +19,7 @@ POWER_MODE ?= 15W
 # about 2 minutes: the main job runs onnxruntime fp32; ARGS='-k onnxruntime-int8' runs it.
 SUITE_ARGS ?= --power-mode=$(POWER_MODE) --edge-items=16 --edge-repeats=3 --batch-size=8 -k "not compile and not onnxruntime-int8"
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint docs bench clean
 
 # torch/torchvision: kept if already importable (on a Jetson: NVIDIA's wheels); otherwise
 # installed straight from PyPI with any local wheel folder switched off, because a CPU-only
@@ -29,22 +30,27 @@ $(STAMP): $(BUILD_INPUTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c 'import torch, torchvision' 2>/dev/null || \
 	    PIP_FIND_LINKS= $(BIN)/python -m pip install --isolated -q $(TORCH_SPEC)
-	$(BIN)/python -m pip install -q -e '.[test,lint,analysis,suites,search,onnx]'
+	$(BIN)/python -m pip install -q -e '.[test,lint,analysis,suites,search,onnx,docs]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/pytest suites/ $(BOARD) $(SUITE_ARGS) $(ARGS)
 
-test: $(STAMP) lint
+test: $(STAMP) lint docs
 	$(BIN)/pytest tests/ $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check pytest_edgeenergy tests suites benchmarks
 	$(BIN)/mypy
 
+# The manual: any warning (a broken link or anchor, a page missing from nav) fails the build.
+# NO_MKDOCS_2_WARNING: mkdocs-material's banner about its successor, not about this site.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 bench: $(STAMP)
 	$(BIN)/pytest benchmarks/ --benchmark-only --benchmark-columns=min,median,mean,stddev,rounds $(ARGS)
 
 clean:
-	rm -rf $(VENV) .tox .mypy_cache .ruff_cache .pytest_cache .hypothesis .benchmarks
+	rm -rf $(VENV) .tox .mypy_cache .ruff_cache .pytest_cache .hypothesis .benchmarks site
