@@ -9,7 +9,7 @@ otherwise swing a run's wall time, and so its energy, by a factor of two or more
 
 * :data:`BASELINE_RUNS` unchanged runs seed a baseline directory (``--edge-save-baseline``);
 * then :data:`PAIRS` pairs, interleaved: an unchanged run, gated against the directory and
-  then saved into it (a main-branch run in the README's CI recipe), and a +10 % run, gated
+  then saved into it (a main-branch run in the CI recipe), and a +10 % run, gated
   only (a pull request): ``--edge-baseline=DIR --edge-fail=EXPR --edge-repeats=5``, the
   gate's defaults otherwise.
 

@@ -135,7 +135,7 @@ def load_loudva_csv(path: Path) -> pd.DataFrame:
 
 
 def render_loudva_figures(csv_path: Path, out_dir: Path, batch_size: int = 8) -> list[Path]:
-    """The README figures from the LoudVA table: energy per item against GPU frequency per
+    """The manual's figures from the LoudVA table: energy per item against GPU frequency per
     device at ``batch_size``, and against batch size per GPU frequency (Nano)."""
     from pytest_edgeenergy.report.plots import plot_energy_vs_batch, plot_energy_vs_gpu_freq
 
