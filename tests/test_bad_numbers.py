@@ -56,7 +56,8 @@ ALL_OPTIONS: list[Option] = [
 FLOAT_OPTIONS = [o for o in ALL_OPTIONS if isinstance(o.allowed, FloatRange)]
 INT_OPTIONS = [o for o in ALL_OPTIONS if isinstance(o.allowed, IntRange)]
 
-# The plugin's numeric options and their ranges, as the manual (docs/reference/options.md) documents them.
+# The plugin's numeric options and their ranges, as the manual
+# (docs/reference/options.md) documents them.
 RANGES = {
     "--edge-interval-ms": ">= 0.1 and <= 1000 ms",
     "--edge-idle-s": ">= 0 and <= 600 s",
