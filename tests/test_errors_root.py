@@ -11,8 +11,9 @@ import pytest
 import pytest_edgeenergy
 from pytest_edgeenergy.errors import EdgeEnergyError
 
-# Raised and caught inside the project (control flow), never shown to a user as such.
-INTERNAL = {"ReadError", "PartialReading", "NotDrawn", "_Need"}
+# Raised and caught inside the project (control flow), never shown to a user as such;
+# Terminated is SIGTERM raised as a KeyboardInterrupt so that cleanup runs as after Ctrl-C.
+INTERNAL = {"ReadError", "PartialReading", "NotDrawn", "_Need", "Terminated"}
 # Modules that import optional heavy dependencies at import time.
 SKIP_MODULES = ("pytest_edgeenergy.workloads.", "pytest_edgeenergy.meters._")
 

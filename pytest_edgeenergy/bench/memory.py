@@ -17,6 +17,7 @@ process's ``/proc/self/status``: the workload runs here whatever board root is m
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -338,6 +339,7 @@ def probe_peak_bytes(
             torch.cuda.synchronize()
             points[b] = max(int(torch.cuda.max_memory_allocated()) - base, 0)
             continue
+        _return_free_heap()
         base = peak.rss_bytes() or 0
         was_reset = peak.reset()
         run(b)
@@ -347,6 +349,18 @@ def probe_peak_bytes(
             method = "rss"
             points[b] = max((peak.rss_bytes() or 0) - base, 0)
     return ProbeEstimate(batch_size, extrapolate_linear(points, batch_size), points, method)
+
+
+def _return_free_heap() -> None:
+    # Memory freed by an earlier run can stay resident in malloc's heap (glibc raises its
+    # mmap threshold after a large free): the base RSS would then include it and the probe
+    # that reuses it would measure no growth. malloc_trim hands it back to the kernel.
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        return
+    trim(0)
 
 
 def model_param_bytes(model: Any) -> int:
