@@ -37,8 +37,11 @@ $(STAMP): $(BUILD_INPUTS)
 run: $(STAMP)
 	$(BIN)/pytest suites/ $(BOARD) $(SUITE_ARGS) $(ARGS)
 
+# In parallel (pytest-xdist): a module's tests share one worker (--dist loadfile); more
+# workers than cores, since most test time waits on idle baselines, windows and subprocesses.
+TEST_WORKERS ?= 4
 test: $(STAMP) lint docs
-	$(BIN)/pytest tests/ $(ARGS)
+	$(BIN)/pytest tests/ -n $(TEST_WORKERS) --dist loadfile $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check pytest_edgeenergy tests suites benchmarks

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_edgeenergy.board.detect import detect
 from pytest_edgeenergy.board.rails import discover_rails
 from pytest_edgeenergy.board.types import RailMap
 from pytest_edgeenergy.meters.factory import open_source
@@ -284,7 +285,7 @@ def test_accuracy_vs_ground_truth(  # type: ignore[no-untyped-def]
 
     def run() -> tuple[float, float, bool]:
         with Meter(
-            open_source("ina", loaded_board, interval_s=interval_ms / 1000),
+            open_source("ina", detect(loaded_board), interval_s=interval_ms / 1000),
             interval_s=interval_ms / 1000,
         ) as meter:
             time.sleep(0.3)

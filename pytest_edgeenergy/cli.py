@@ -12,13 +12,17 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .errors import EdgeEnergyError
 from .extras import missing_extra
-from .plugin.options import INTERVAL_MS, SIM_MODELS, SOURCES
+from .options_spec import SIM_MODELS, add_arguments
 from .ranges import FloatRange
+from .run.target import parse_board
+
+if TYPE_CHECKING:
+    from .run.target import BoardTarget
 
 MEASURE_SECONDS = FloatRange(0.0, 7200.0, "s", above_low=True)
 """``measure --seconds``: up to what the sampler keeps (``meters.sampler.DEFAULT_RETAIN_S``);
@@ -69,11 +73,11 @@ def _parser() -> argparse.ArgumentParser:
         default="show",
         help="show (default) or restore the knobs a killed session changed",
     )
-    b.add_argument("--root", type=Path, default=Path("/"), help="board root (default /)")
+    _board_arguments(b)
     b.add_argument("--json", action="store_true", help="machine-readable output")
 
     m = sub.add_parser("measure", help="measure energy for S seconds")
-    m.add_argument("--root", type=Path, default=Path("/"), help="board root (default /)")
+    _board_arguments(m)
     m.add_argument(
         "--seconds",
         type=MEASURE_SECONDS,
@@ -81,15 +85,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="S",
         help=f"how long to measure; {MEASURE_SECONDS.describe()}",
     )
-    m.add_argument(
-        "--interval-ms",
-        type=INTERVAL_MS,
-        default=10.0,
-        metavar="MS",
-        help="sampling interval (default 10 ms; never faster than the sensor updates); "
-        f"{INTERVAL_MS.describe()}",
+    add_arguments(
+        m,
+        ["interval_ms", "source", "sim_load", "report", "report_overwrite"],
+        helps={
+            "report": "also write the window as a JSON report to PATH (default: no report)",
+            "report_overwrite": "allow --report to replace an existing file",
+        },
     )
-    m.add_argument("--source", choices=SOURCES, default="auto")
     m.add_argument("--json", action="store_true", help="machine-readable output")
 
     # Listed for --help; main() hands their arguments to their own parsers.
@@ -100,6 +103,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("search", help="search a replayed profile table (see its --help)")
     return p
+
+
+def _board_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--board auto|sim:MODEL`` or ``--root DIR``: the words of ``--edge-board`` and
+    ``--edge-root``."""
+    where = parser.add_mutually_exclusive_group()
+    add_arguments(where, ["board", "root"])
+
+
+def _target(args: argparse.Namespace) -> BoardTarget:
+    """The board ``--board``/``--root`` name (root ``/`` when neither is given)."""
+    from .run.target import BoardTarget
+
+    if args.board is not None and args.board != "auto":
+        return parse_board(args.board, what="--board")
+    root = args.root if args.root is not None else Path("/")
+    _need_root(root)
+    return BoardTarget(root=root)
 
 
 def _passthrough(command: str, rest: list[str]) -> int:
@@ -177,11 +198,19 @@ def _need_root(root: Path) -> None:
 
 
 def _board(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
     from .board.detect import board_json, detect
     from .meters.native import board_sampler
+    from .run.target import make_virtual_board
 
-    _need_root(args.root)
-    data = board_json(detect(args.root))
+    target = _target(args)
+    with ExitStack() as stack:
+        root = target.root
+        if root is None:
+            assert target.sim_model is not None
+            root = make_virtual_board(target.sim_model, stack)
+        data = board_json(detect(root))
     sampler = board_sampler(bool(data["rails"]))
     data["sampler"], data["sampler_note"] = sampler["kind"], sampler["note"]
     if args.json:
@@ -232,8 +261,13 @@ def _board_text(data: dict[str, Any]) -> str:
 def _restore(args: argparse.Namespace) -> int:
     from .control.state import restore_leftover
 
-    _need_root(args.root)
-    result = restore_leftover(args.root)
+    target = _target(args)
+    if target.root is None:
+        raise CliError(
+            f"board restore --board {target.text}: a virtual board made for this command "
+            "has nothing to restore; name the board with --root DIR (/ on a Jetson)"
+        )
+    result = restore_leftover(target.root)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -242,23 +276,36 @@ def _restore(args: argparse.Namespace) -> int:
 
 
 def _measure(args: argparse.Namespace) -> int:
-    from .meters.factory import open_source
-    from .meters.meter import Meter
+    from .run.session import EnergySession
     from .sim.liveness import frozen_warning, truth_seq
 
-    _need_root(args.root)
-    seq_before = truth_seq(args.root)
-    source = open_source(args.source, args.root, interval_s=args.interval_ms / 1000.0)
-    meter = Meter(source, interval_s=args.interval_ms / 1000.0)
-    meter.start()
-    try:
-        w = meter.begin("measure")
-        time.sleep(args.seconds)
-        result = w.end()
-    finally:
-        meter.stop()
-        source.close()
-    frozen = frozen_warning(args.root, seq_before) if result.simulated else None
+    target = _target(args)
+    board = target.root if target.root is not None else target.text
+    session = EnergySession(
+        board,
+        report=args.report if args.report is not None else False,
+        lock=False,  # measures only, beside whatever drives the board
+        source=args.source,
+        interval_s=args.interval_ms / 1000.0,
+        idle_s=0,
+        sim_load=args.sim_load,
+        board_hint="measure a virtual board with --board sim:MODEL (e.g. sim:orin-nano)",
+        announce=False,  # the output says SIMULATED itself
+        report_overwrite=args.report_overwrite,
+        overwrite_hint="pass --report-overwrite",
+    )
+    with session:
+        assert session.root is not None
+        seq_before = truth_seq(session.root)
+        with session.window("measure") as w:
+            time.sleep(args.seconds)
+        result = w.result
+        # A virtual board made for this command is animated by it; one under --root may not be.
+        frozen = (
+            frozen_warning(session.root, seq_before)
+            if result.simulated and target.root is not None
+            else None
+        )
     warnings = [frozen] if frozen else []
     data = {**result.to_json(), "warnings": warnings}
     if args.json:
@@ -269,4 +316,6 @@ def _measure(args: argparse.Namespace) -> int:
         print(window_text(result))
         for line in warnings:
             print(f"edgeenergy: warning: {line}", file=sys.stderr)
+        if session.report_path is not None:
+            print(f"report: {session.report_path}")
     return 0

@@ -159,9 +159,10 @@ SESSION = """
 import os, sys
 from pathlib import Path
 from pytest_edgeenergy.control.errors import SessionBusy
+from pytest_edgeenergy.control.knobset import knobs_at
 from pytest_edgeenergy.control.state import HANDOFF_ENV, Session
 
-s = Session(Path(sys.argv[1]), lock_timeout_s=0, handle_signals=False)
+s = Session(knobs_at(Path(sys.argv[1])), lock_timeout_s=0, handle_signals=False)
 try:
     s.start()
 except SessionBusy as e:

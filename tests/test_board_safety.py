@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from pytest_edgeenergy.control.errors import RestoreError, StateDirError, UnknownKnobFile
-from pytest_edgeenergy.control.knobset import knob_set
+from pytest_edgeenergy.control.knobset import knobs_at
 from pytest_edgeenergy.control.operating_point import resolve
 from pytest_edgeenergy.control.state import STATE_IN_ROOT, Session
 from pytest_edgeenergy.control.steps import write_bytes
@@ -211,12 +211,12 @@ def test_unprotected_session_refuses_every_change(board: Path) -> None:
     (board / STATE_DIR.parent).mkdir(parents=True, exist_ok=True)
     (board / STATE_DIR).write_text("")
     before = knob_bytes(board)
-    with Session(board, handle_signals=False) as session:
+    with Session(knobs_at(board), handle_signals=False) as session:
         assert session.unprotected is not None and "is not a directory" in session.unprotected
         with pytest.raises(StateDirError, match="refusing to pin"):
-            session.apply(resolve({"gpu_freq": "max"}, board))
+            session.apply(resolve({"gpu_freq": "max"}, knobs_at(board)))
         with pytest.raises(StateDirError):
-            session.check_privileges([resolve({"power_mode": "15W"}, board)])
+            session.check_privileges([resolve({"power_mode": "15W"}, knobs_at(board))])
     assert knob_bytes(board) == before
 
 
@@ -236,7 +236,7 @@ def test_knob_file_linked_outside_is_refused(
     assert "symbolic link" in run.stderr and "Traceback" not in run.stderr
     assert outside.read_bytes() == OUTSIDE
     assert knob_bytes(board) == before
-    assert str(link) in knob_set(board).refused  # never even captured
+    assert str(link) in knobs_at(board).refused  # never even captured
 
 
 def test_knob_file_swapped_for_a_link_after_discovery_is_not_followed(
@@ -257,7 +257,7 @@ def test_directory_linked_outside_is_refused(board: Path, tmp_path: Path) -> Non
     shutil.copytree(board / GPU, away, symlinks=True)
     shutil.rmtree(board / GPU)
     (board / GPU).symlink_to(away)
-    knobs = knob_set(board)
+    knobs = knobs_at(board)
     assert knobs.gpu is not None
     assert str(knobs.gpu.max_file) in knobs.refused
     assert knobs.gpu.max_file not in knobs.files
@@ -280,7 +280,7 @@ def test_state_file_linked_outside_is_never_read_or_written(board: Path, outside
     (board / STATE_DIR).mkdir(parents=True)
     (board / STATE_IN_ROOT).symlink_to(outside)
     with pytest.raises(Exception, match="symbolic link"):
-        Session(board, handle_signals=False).start()
+        Session(knobs_at(board), handle_signals=False).start()
     assert outside.read_bytes() == OUTSIDE
 
 
@@ -291,10 +291,10 @@ def test_state_dir_linked_outside_keeps_the_session_from_pinning(
     away.mkdir()
     (board / STATE_DIR.parent).mkdir(parents=True, exist_ok=True)
     (board / STATE_DIR).symlink_to(away)
-    with Session(board, handle_signals=False) as session:
+    with Session(knobs_at(board), handle_signals=False) as session:
         assert session.unprotected is not None and "outside the board" in session.unprotected
         with pytest.raises(StateDirError):
-            session.apply(resolve({"gpu_freq": "max"}, board))
+            session.apply(resolve({"gpu_freq": "max"}, knobs_at(board)))
     assert list(away.iterdir()) == []
 
 
@@ -340,9 +340,9 @@ def test_virtual_nvpmodel_never_writes_outside_its_tree(board: Path, outside: Pa
 def test_restore_never_skips_a_file_it_changed(board: Path, outside: Path) -> None:
     """A knob file the session wrote and that became a link meanwhile: restore fails loudly,
     keeps the state file, and writes nothing outside."""
-    session = Session(board, handle_signals=False)
+    session = Session(knobs_at(board), handle_signals=False)
     session.start()
-    session.apply(resolve({"gpu_freq": "max"}, board))
+    session.apply(resolve({"gpu_freq": "max"}, knobs_at(board)))
     target = board / GPU / "max_freq"
     target.unlink()
     target.symlink_to(outside)
@@ -359,6 +359,6 @@ def test_state_file_temp_leftovers_are_removed(board: Path) -> None:
     dead.wait()
     stale = board / STATE_DIR / f".state.json.{dead.pid}.tmp"
     stale.write_text("{}")
-    with Session(board, handle_signals=False):
+    with Session(knobs_at(board), handle_signals=False):
         pass
     assert not stale.exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +206,28 @@ def test_console_script_bad_model_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "invalid choice" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_board_sim_shows_a_virtual_board_made_for_the_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the command's temporary tree goes into this test's own temporary directory
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert main(["board", "--board", "sim:thor", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["identity"]["simulated"] is True
+    assert data["identity"]["sim_model"] == "thor"
+    assert data["total"]["rail"] == TOTAL_RAIL["thor"]
+    assert list(tmp_path.iterdir()) == []  # the temporary tree is gone again
+    assert main(["board", "--board", "sim:thor"]) == 0
+    assert "SIMULATED" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_board_restore_of_a_virtual_board_made_for_it_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["board", "restore", "--board", "sim:thor"]) == 2
+    err = capsys.readouterr().err
+    assert "nothing to restore" in err and "--root DIR" in err

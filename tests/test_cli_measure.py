@@ -225,3 +225,51 @@ def test_passthrough_commands_answer_help(command: str, capsys: pytest.CaptureFi
         code = int(exc.code or 0)
     assert code == 0
     assert f"usage: edgeenergy {command}" in capsys.readouterr().out
+
+
+# -- --board sim:MODEL: the words of --edge-board ------------------------------------------
+
+
+def test_measure_board_sim_makes_and_removes_a_virtual_board(tmp_path: Path) -> None:
+    report = tmp_path / "m.json"
+    done = run_script(
+        "measure", "--board", "sim:orin-nano", "--seconds", "0.5", "--sim-load", "0.5",
+        "--report", str(report), "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert_contract_shape(data)
+    assert data["simulated"] is True and data["valid"] is True
+    assert "VDD_IN" in data["rails"] and data["total"]["energy_j"] > 0
+    assert data["warnings"] == []  # animated by the command itself: never frozen
+    saved = json.loads(report.read_text())
+    assert saved["device"]["simulated"] is True and saved["device"]["sim_model"] == "orin-nano"
+    [entry] = saved["tests"]
+    assert entry["id"] == "measure" and entry["status"] == "passed"
+    assert entry["metrics"]["energy_j"]["value"] == pytest.approx(data["total"]["energy_j"])
+
+
+def test_measure_board_sim_writes_no_report_unless_asked(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(CONSOLE_SCRIPT), "measure", "--board", "sim:nano", "--seconds", "0.2"],
+        capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "SIMULATED" in done.stdout and "POM_5V_IN" in done.stdout
+    assert list(tmp_path.iterdir()) == []  # no reports/ directory, no temporary board left
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--board", "sim:orin"], "'sim:orin' is not a board"),
+        (["--board", "jetson"], "'jetson' is not a board"),
+        (["--board", "sim:thor", "--root", "/"], "not allowed with argument --board"),
+    ],
+)
+def test_measure_bad_board_is_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = run_cli(capsys, "measure", *argv, "--seconds", "0.2")
+    assert code == 2 and out == ""
+    assert message in err

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from pytest_edgeenergy.board.detect import detect
 from pytest_edgeenergy.board.nvpmodel import parse_conf
 from pytest_edgeenergy.control.grid import expand
+from pytest_edgeenergy.control.knobset import knob_set
 from pytest_edgeenergy.control.values import (
     POWER_MODE_ROLES,
     UnknownMode,
@@ -71,7 +72,7 @@ def test_each_role_resolves_to_the_boards_own_mode(model: str, tmp_path: Path) -
     assert names == ROLES[model]
     assert resolve_power_mode("MAX", board.nvpmodel).name == ROLES[model][0]  # any case
     # the grid keeps the word beside the mode, as for clock min/max
-    (point,) = expand({"power_mode": ["max"]}, board, force=True)
+    (point,) = expand({"power_mode": ["max"]}, knob_set(board), force=True)
     assert point.power_mode == ROLES[model][0] and point.id == ROLES[model][0]
     assert point.to_json()["as"] == {"power_mode": "max"}
 

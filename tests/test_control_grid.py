@@ -12,14 +12,15 @@ from hypothesis import strategies as st
 
 from pytest_edgeenergy.control.errors import ValueSpecError
 from pytest_edgeenergy.control.grid import count_changes, expand, order_for_fewest_changes
+from pytest_edgeenergy.control.knobset import KnobSet, knobs_at
 from pytest_edgeenergy.control.operating_point import OperatingPoint
 
 tree = pytest.importorskip("pytest_edgeenergy.sim.tree", reason="virtual boards not available")
 
 
 @pytest.fixture(scope="module")
-def orin_nano(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return Path(tree.create("orin-nano", tmp_path_factory.mktemp("grid") / "orin-nano"))
+def orin_nano(tmp_path_factory: pytest.TempPathFactory) -> KnobSet:
+    return knobs_at(Path(tree.create("orin-nano", tmp_path_factory.mktemp("grid") / "orin-nano")))
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -30,7 +31,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     }
 
 
-def test_cartesian_product_with_ids(orin_nano: Path) -> None:
+def test_cartesian_product_with_ids(orin_nano: KnobSet) -> None:
     points = expand({"gpu_freq": ["min,max"], "cpu_cores": ["2", "all"]}, orin_nano)
     assert [p.id for p in points] == [
         "gpu306MHz-2cores",
@@ -41,7 +42,7 @@ def test_cartesian_product_with_ids(orin_nano: Path) -> None:
     assert all(p.power_mode is None and p.cpu_freq_hz is None for p in points)
 
 
-def test_all_and_duplicates_and_dvfs(orin_nano: Path) -> None:
+def test_all_and_duplicates_and_dvfs(orin_nano: KnobSet) -> None:
     points = expand({"gpu_freq": ["all", "max", "dvfs"]}, orin_nano)
     gpu = [p.gpu_freq_hz for p in points]
     assert len(gpu) == len(set(gpu)) == 9  # 8 offered + dvfs (None)
@@ -49,8 +50,8 @@ def test_all_and_duplicates_and_dvfs(orin_nano: Path) -> None:
     assert expand({}, orin_nano) == [OperatingPoint()]
 
 
-def test_every_value_checked_before_anything(orin_nano: Path) -> None:
-    before = _snapshot(orin_nano)
+def test_every_value_checked_before_anything(orin_nano: KnobSet) -> None:
+    before = _snapshot(orin_nano.root)
     with pytest.raises(ValueSpecError, match=r"--cpu-cores 9: more cores than the board has"):
         expand({"gpu_freq": ["max"], "cpu_cores": ["2,9"]}, orin_nano)
     with pytest.raises(ValueSpecError, match=r"^ini edge_gpu_freq 700MHz: not offered"):
@@ -59,7 +60,7 @@ def test_every_value_checked_before_anything(orin_nano: Path) -> None:
         ValueSpecError, match=r"unknown grid option\(s\) 'gpu'; allowed: power_mode"
     ):
         expand({"gpu": ["max"]}, orin_nano)
-    assert _snapshot(orin_nano) == before
+    assert _snapshot(orin_nano.root) == before
 
 
 AXES: dict[str, list[Any]] = {

@@ -24,7 +24,7 @@ from pytest_edgeenergy.control.knobs import (
     GpuTarget,
     min_max_writes,
 )
-from pytest_edgeenergy.control.knobset import knob_set
+from pytest_edgeenergy.control.knobset import knobs_at
 from pytest_edgeenergy.control.operating_point import (
     DVFS,
     OperatingPoint,
@@ -133,7 +133,7 @@ EMC = "sys/kernel/debug/bpmp/debug/clk/emc"
 
 
 def test_knob_files_are_discovered_and_nothing_else_is_writable(board: Path) -> None:
-    knobs = knob_set(board)
+    knobs = knobs_at(board)
     rels = {knobs.rel(p) for p in knobs.files}
     assert f"{POL0}/scaling_min_freq" in rels and f"{POL2}/scaling_governor" in rels
     assert f"{GPU}/max_freq" in rels and "sys/devices/platform/gpu.0/railgate_enable" in rels
@@ -147,7 +147,7 @@ def test_knob_files_are_discovered_and_nothing_else_is_writable(board: Path) -> 
 
 
 def test_planned_writes_to_foreign_files_are_refused(board: Path) -> None:
-    knob = GpuKnob(knob_set(board))
+    knob = GpuKnob(knobs_at(board))
     with pytest.raises(UnknownKnobFile):
         knob.apply([Write(board / "etc/hostname", "pwned", "board")])
     assert read(board, "etc/hostname") == "board"
@@ -170,12 +170,12 @@ def test_min_max_order_never_inverts(board: Path) -> None:
 def test_resolve_validates_every_value(board: Path) -> None:
     point = resolve(
         {"gpu_freq": "max", "cpu_freq": "1036800kHz", "cpu_cores": "2", "governor": "performance"},
-        board,
+        knobs_at(board),
     )
     assert point == OperatingPoint(None, 1036800000, 1020000000, None, 2, "performance")
     assert point.id == "gpu1.02GHz-cpu1.0368GHz-2cores-performance"
-    assert resolve({}, board) == DVFS and DVFS.id == "dvfs"
-    assert resolve({"emc_freq": "max"}, board).emc_freq_hz == 3199000000
+    assert resolve({}, knobs_at(board)) == DVFS and DVFS.id == "dvfs"
+    assert resolve({"emc_freq": "max"}, knobs_at(board)).emc_freq_hz == 3199000000
 
 
 @pytest.mark.parametrize(
@@ -196,33 +196,35 @@ def test_bad_input_is_refused_and_nothing_written(
     board: Path, spec: dict[str, str], needle: str
 ) -> None:
     before = tree_hash(board)
-    with pytest.raises((ValueSpecError, OSError)) as info, Session(board) as session:
-        session.apply(resolve(spec, board))
+    with pytest.raises((ValueSpecError, OSError)) as info, Session(knobs_at(board)) as session:
+        session.apply(resolve(spec, knobs_at(board)))
     assert needle in str(info.value)
     assert tree_hash(board) == before
 
 
 def test_source_label_in_message(board: Path) -> None:
     with pytest.raises(NotOffered, match=r"^EDGEENERGY_GPU_FREQ 700MHz: not offered"):
-        resolve({"gpu_freq": "700MHz"}, board, sources={"gpu_freq": "EDGEENERGY_GPU_FREQ"})
+        resolve(
+            {"gpu_freq": "700MHz"}, knobs_at(board), sources={"gpu_freq": "EDGEENERGY_GPU_FREQ"}
+        )
 
 
 def test_apply_pins_and_reads_back_without_session(board: Path) -> None:
     point = OperatingPoint(cpu_freq_hz=1036800000, gpu_freq_hz=612000000, cpu_cores=3)
-    result = apply(point, board)
+    result = apply(point, knobs_at(board))
     assert result.ok, result.describe()
     assert read(board, f"{POL0}/scaling_min_freq") == read(board, f"{POL0}/scaling_max_freq")
     assert read(board, f"{POL0}/scaling_max_freq") == "1036800"
     assert read(board, f"{GPU}/min_freq") == read(board, f"{GPU}/max_freq") == "612000000"
     assert read(board, "sys/devices/system/cpu/cpu3/online") == "0"
     assert read(board, "sys/devices/system/cpu/cpu2/online") == "1"
-    assert read_back(board)["cores"]["online"] == [0, 1, 2]
-    assert check_drift(point, board) == []
+    assert read_back(knobs_at(board))["cores"]["online"] == [0, 1, 2]
+    assert check_drift(point, knobs_at(board)) == []
 
 
 def test_session_restores_byte_identical_and_removes_state(board: Path) -> None:
     before = tree_hash(board)
-    with Session(board) as session:
+    with Session(knobs_at(board)) as session:
         session.apply(OperatingPoint(gpu_freq_hz=1020000000, cpu_cores=1, emc_freq_hz=204000000))
         state = board / STATE_IN_ROOT
         saved = load_state(state)
@@ -235,14 +237,14 @@ def test_session_restores_byte_identical_and_removes_state(board: Path) -> None:
 
 def test_exception_inside_session_restores(board: Path) -> None:
     before = tree_hash(board)
-    with pytest.raises(RuntimeError, match="boom"), Session(board) as session:
+    with pytest.raises(RuntimeError, match="boom"), Session(knobs_at(board)) as session:
         session.apply(OperatingPoint(cpu_freq_hz=1497600000, governor="performance"))
         raise RuntimeError("boom")
     assert tree_hash(board) == before
 
 
 def test_points_in_sequence_return_unpinned_knobs_to_baseline(board: Path) -> None:
-    with Session(board) as session:
+    with Session(knobs_at(board)) as session:
         session.apply(OperatingPoint(gpu_freq_hz=612000000))
         result = session.apply(OperatingPoint(cpu_freq_hz=729600000))
         assert result.ok
@@ -257,7 +259,7 @@ def test_points_in_sequence_return_unpinned_knobs_to_baseline(board: Path) -> No
 def test_dry_run_prints_every_write_and_makes_none(board: Path) -> None:
     before = tree_hash(board)
     out = io.StringIO()
-    with Session(board, dry_run=True, out=out) as session:
+    with Session(knobs_at(board), dry_run=True, out=out) as session:
         result = session.apply(OperatingPoint(gpu_freq_hz=612000000, cpu_cores=2))
     assert tree_hash(board) == before
     text = out.getvalue()
@@ -268,7 +270,7 @@ def test_dry_run_prints_every_write_and_makes_none(board: Path) -> None:
 
 def test_leftover_from_a_dead_session_is_restored_first(board: Path) -> None:
     before = tree_hash(board)
-    session = Session(board, handle_signals=False)
+    session = Session(knobs_at(board), handle_signals=False)
     session.start()
     session.apply(OperatingPoint(gpu_freq_hz=612000000, cpu_cores=2))
     # Simulate death: drop the lock without restoring (the kernel does this on SIGKILL).
@@ -276,7 +278,7 @@ def test_leftover_from_a_dead_session_is_restored_first(board: Path) -> None:
     session._active = False
     assert tree_hash(board) != before
     out = io.StringIO()
-    with Session(board, out=out) as fresh:
+    with Session(knobs_at(board), out=out) as fresh:
         assert fresh.leftover is not None and fresh.leftover.found and fresh.leftover.ok
         assert tree_hash(board) == before
     assert "restored the board" in out.getvalue()
@@ -285,7 +287,7 @@ def test_leftover_from_a_dead_session_is_restored_first(board: Path) -> None:
 
 def test_restore_leftover_tool(board: Path) -> None:
     before = tree_hash(board)
-    session = Session(board, handle_signals=False)
+    session = Session(knobs_at(board), handle_signals=False)
     session.start()
     session.apply(OperatingPoint(cpu_freq_hz=729600000, governor="powersave"))
     session._lock.release(remove=False)
@@ -297,7 +299,7 @@ def test_restore_leftover_tool(board: Path) -> None:
 
 
 def test_tampered_state_file_cannot_write_outside_the_knobs(board: Path) -> None:
-    session = Session(board, handle_signals=False)
+    session = Session(knobs_at(board), handle_signals=False)
     session.start()
     session.apply(OperatingPoint(gpu_freq_hz=612000000))
     session._lock.release(remove=False)
@@ -314,18 +316,18 @@ def test_tampered_state_file_cannot_write_outside_the_knobs(board: Path) -> None
 
 def test_drift_and_thermal_trip(board: Path) -> None:
     point = OperatingPoint(gpu_freq_hz=612000000)
-    apply(point, board)
-    assert check_drift(point, board) == []  # 45 C is over the *active* trip only
+    apply(point, knobs_at(board))
+    assert check_drift(point, knobs_at(board)) == []  # 45 C is over the *active* trip only
     (board / GPU / "max_freq").write_text("1020000000\n")
     (board / "sys/devices/virtual/thermal/thermal_zone0/temp").write_text("95500\n")
-    drift = check_drift(point, board)
+    drift = check_drift(point, knobs_at(board))
     assert any("max_freq pinned 612000000, now 1020000000" in d for d in drift)
     assert any("95.5 C is over trip point 1 (passive) 90.0 C" in d for d in drift)
-    assert len(thermal_trips(board)) == 1
+    assert len(thermal_trips(knobs_at(board))) == 1
 
 
 def test_privilege_error_lists_every_file_once(board: Path) -> None:
-    knobs = knob_set(board)
+    knobs = knobs_at(board)
     check_privileges(knobs, access=lambda p, m: False)  # not a real board: not checked
     files = files_for(OperatingPoint(gpu_freq_hz=612000000, cpu_cores=2), knobs)
     with pytest.raises(PrivilegeError) as info:
@@ -341,7 +343,7 @@ def test_privilege_error_lists_every_file_once(board: Path) -> None:
 
 
 def test_cpu_and_gpu_knobs_show_and_verify(board: Path) -> None:
-    knobs = knob_set(board)
+    knobs = knobs_at(board)
     cpu, gpu = CpufreqKnob(knobs), GpuKnob(knobs)
     assert cpu.available() and gpu.available()
     assert cpu.show()["policy2"]["cpus"] == [2, 3]
@@ -360,7 +362,7 @@ def test_cpu_and_gpu_knobs_show_and_verify(board: Path) -> None:
 
 def test_residency_time_weighted(board: Path) -> None:
     ticks = iter([0.0, 1.0, 4.0])
-    sampler = ResidencySampler(board, interval_s=3600, clock=lambda: next(ticks))
+    sampler = ResidencySampler(knobs_at(board), interval_s=3600, clock=lambda: next(ticks))
     assert sampler.clocks == ("cpu0", "cpu2", "gpu")
     sampler.start()  # t=0: gpu 306 MHz
     (board / GPU / "cur_freq").write_text("612000000\n")
@@ -372,7 +374,7 @@ def test_residency_time_weighted(board: Path) -> None:
 
 
 def test_residency_thread_runs(board: Path) -> None:
-    with ResidencySampler(board, interval_s=0.001) as sampler:
+    with ResidencySampler(knobs_at(board), interval_s=0.001) as sampler:
         while sampler.samples < 5:
             time.sleep(0.001)
     shares = sampler.result["gpu"]

@@ -5,26 +5,36 @@ from __future__ import annotations
 
 import ast
 import gc
+import inspect
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from test_control_knobs import GPU, make_board, read, tree_hash
 
 import pytest_edgeenergy.control as control_pkg
+import pytest_edgeenergy.control.knobset as knobset_module
 from pytest_edgeenergy.board.detect import detect
 from pytest_edgeenergy.board.nvpmodel import NvpmodelConfError
+from pytest_edgeenergy.control.grid import expand
 from pytest_edgeenergy.control.journal import DirectJournal
 from pytest_edgeenergy.control.knobs import GpuKnob
-from pytest_edgeenergy.control.knobset import knob_set
+from pytest_edgeenergy.control.knobset import knob_set, knobs_at
 from pytest_edgeenergy.control.operating_point import (
     DVFS,
     OperatingPoint,
+    Resolver,
     apply,
+    check_drift,
     files_for,
     point_knobs,
+    read_back,
+    resolve,
+    thermal_trips,
 )
 from pytest_edgeenergy.control.plan import PlanContext
+from pytest_edgeenergy.control.residency import ResidencySampler
 from pytest_edgeenergy.control.state import Session
 
 
@@ -33,18 +43,43 @@ def board(tmp_path: Path) -> Path:
     return make_board(tmp_path / "board")
 
 
-def test_knob_set_is_built_once_per_detected_board(board: Path) -> None:
+def test_knob_set_is_built_from_the_board_it_is_given(board: Path) -> None:
     detected = detect(board)
     knobs = knob_set(detected)
-    assert knob_set(detected) is knobs and knob_set(knobs) is knobs
-    # A re-detected board is a new board: its own set, with the same files.
-    again = knob_set(detect(board))
+    # No module-global cache: whoever opens the board builds its set once and hands it on.
+    again = knob_set(detected)
     assert again is not knobs and again.files == knobs.files
-    # The cache does not keep a board alive.
+    assert not hasattr(knobset_module, "_BUILT")
+    assert knobs_at(board).files == knobs.files
+    # Nothing keeps the board alive.
     ref = weakref.ref(detected)
     del detected
     gc.collect()
     assert ref() is None
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        Session,
+        Resolver,
+        resolve,
+        apply,
+        files_for,
+        read_back,
+        check_drift,
+        thermal_trips,
+        expand,
+        ResidencySampler,
+    ],
+    ids=lambda f: f.__name__,
+)
+def test_control_takes_one_type_a_knob_set(function: Callable[..., object]) -> None:
+    """No ``Board | KnobSet | Path``: a root path is never detected behind the caller's
+    back (the old signatures took all three)."""
+    annotations = [str(p.annotation) for p in inspect.signature(function).parameters.values()]
+    assert "KnobSet" in annotations, annotations
+    assert not any("Path" in a or "Board" in a for a in annotations if "KnobSet" in a)
 
 
 def test_knob_set_uses_the_boards_descriptions(board: Path) -> None:
@@ -66,7 +101,7 @@ def test_broken_conf_error_comes_from_the_board_field(board: Path) -> None:
 
 
 def test_files_for_is_the_union_of_the_knobs(board: Path) -> None:
-    knobs = knob_set(board)
+    knobs = knobs_at(board)
     point = OperatingPoint(gpu_freq_hz=612000000, cpu_cores=2, emc_freq_hz=204000000)
     assert all(k.files_for(DVFS) == () for k in point_knobs(knobs))
     union = [p for k in point_knobs(knobs) for p in k.files_for(point)]
@@ -82,14 +117,15 @@ def test_files_for_is_the_union_of_the_knobs(board: Path) -> None:
 
 def test_direct_journal_is_the_same_as_no_session(board: Path) -> None:
     point = OperatingPoint(gpu_freq_hz=612000000, cpu_cores=3)
-    result = apply(point, board, DirectJournal(knob_set(board)))
+    knobs = knobs_at(board)
+    result = apply(point, knobs, DirectJournal(knobs))
     assert result.ok and [s.knob for s in result.steps] == ["cpu-cores", "gpu", "gpu"]
-    assert apply(point, board).steps == ()  # already pinned: nothing left to write
+    assert apply(point, knobs).steps == ()  # already pinned: nothing left to write
 
 
 def test_restore_is_planning_with_the_knob_unpinned(board: Path) -> None:
     before = tree_hash(board)
-    with Session(board) as session:
+    with Session(knobs_at(board)) as session:
         session.apply(OperatingPoint(gpu_freq_hz=612000000))
         assert read(board, f"{GPU}/max_freq") == "612000000"
         gpu = GpuKnob(session.knobs)

@@ -18,7 +18,7 @@ from pytest_edgeenergy.board.nvpmodel import (
 )
 from pytest_edgeenergy.control.errors import NvpmodelError, RebootRequired
 from pytest_edgeenergy.control.jetson_clocks import JetsonClocksKnob
-from pytest_edgeenergy.control.knobset import knob_set
+from pytest_edgeenergy.control.knobset import knobs_at
 from pytest_edgeenergy.control.nvpmodel import NvpmodelKnob, nvpmodel_error
 from pytest_edgeenergy.control.operating_point import resolve
 from pytest_edgeenergy.control.state import STATE_IN_ROOT, Session
@@ -72,7 +72,7 @@ def test_conf_sample_param_paths_become_knob_files(tmp_path: Path) -> None:
             target = tmp_path / path.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text("0\n")
-    knobs = knob_set(tmp_path)
+    knobs = knobs_at(tmp_path)
     rels = {knobs.rel(p) for p in knobs.nvpmodel_files}
     assert "sys/devices/system/cpu/cpu11/online" in rels
     assert "sys/devices/gpu.0/tpc_pg_mask" in rels
@@ -133,14 +133,14 @@ def agx_orin(pristine: dict[str, Path], tmp_path: Path) -> Path:
 
 def test_power_mode_by_name_or_id_and_restore(agx_orin: Path) -> None:
     before = tree_hash(agx_orin)
-    knob = NvpmodelKnob(knob_set(agx_orin))
+    knob = NvpmodelKnob(knobs_at(agx_orin))
     assert knob.available() and knob.current() is not None
     assert knob.show()["current"]["name"] == "MODE_30W"
-    with Session(agx_orin) as session:
-        point = resolve({"power_mode": "mode_30w"}, agx_orin)
+    with Session(knobs_at(agx_orin)) as session:
+        point = resolve({"power_mode": "mode_30w"}, knobs_at(agx_orin))
         assert point.power_mode == "MODE_30W"
         assert session.apply(point).ok
-        assert resolve({"power_mode": "2"}, agx_orin) == point
+        assert resolve({"power_mode": "2"}, knobs_at(agx_orin)) == point
     assert tree_hash(agx_orin) == before
 
 
@@ -156,16 +156,16 @@ def test_bad_modes_write_nothing(
     agx_orin: Path, mode: str, exc: type[Exception], needle: str
 ) -> None:
     before = tree_hash(agx_orin)
-    with pytest.raises(exc) as info, Session(agx_orin) as session:
-        session.apply(resolve({"power_mode": mode}, agx_orin))
+    with pytest.raises(exc) as info, Session(knobs_at(agx_orin)) as session:
+        session.apply(resolve({"power_mode": mode}, knobs_at(agx_orin)))
     assert needle in str(info.value)
     assert tree_hash(agx_orin) == before
 
 
 def test_forced_reboot_mode_applies_and_restores(agx_orin: Path) -> None:
     before = tree_hash(agx_orin)
-    with Session(agx_orin, force=True) as session:
-        point = resolve({"power_mode": "MAXN"}, agx_orin, force=True)
+    with Session(knobs_at(agx_orin), force=True) as session:
+        point = resolve({"power_mode": "MAXN"}, knobs_at(agx_orin), force=True)
         assert session.apply(point).ok
         assert (agx_orin / "sys/devices/gpu.0/tpc_pg_mask").read_text().strip() == "0"
     assert tree_hash(agx_orin) == before
@@ -176,12 +176,12 @@ def test_broken_conf_is_a_clear_error(agx_orin: Path) -> None:
     conf.write_text(conf.read_text().replace("< POWER_MODEL ID=1 NAME=MODE_15W >", "< POWER_MODEL"))
     before = tree_hash(agx_orin)
     with pytest.raises(NvpmodelConfError, match=r"nvpmodel.conf:\d+: unterminated"):
-        resolve({"power_mode": "MAXN"}, agx_orin)
+        resolve({"power_mode": "MAXN"}, knobs_at(agx_orin))
     assert tree_hash(agx_orin) == before
 
 
 def test_nvpm_error_from_the_tool(agx_orin: Path) -> None:
-    knobs = knob_set(agx_orin)
+    knobs = knobs_at(agx_orin)
     # Make one PARAM target unwritable the hard way (a directory: root ignores modes).
     target = agx_orin / "sys/devices/system/cpu/cpufreq/policy8/scaling_max_freq"
     target.unlink()
@@ -195,7 +195,7 @@ def test_nvpm_error_from_the_tool(agx_orin: Path) -> None:
 
 def test_jetson_clocks_store_restore_round_trip(pristine: dict[str, Path], tmp_path: Path) -> None:
     board = Path(shutil.copytree(pristine["orin-nano"], tmp_path / "on", symlinks=True))
-    knob = JetsonClocksKnob(knob_set(board))
+    knob = JetsonClocksKnob(knobs_at(board))
     assert knob.available()
     assert knob.read_show().gpu is not None
     store = tmp_path / "clocks.conf"

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_edgeenergy.control.errors import SessionBusy, StateFileError
+from pytest_edgeenergy.control.knobset import knobs_at
 from pytest_edgeenergy.control.operating_point import resolve
 from pytest_edgeenergy.control.state import (
     STATE_IN_ROOT,
@@ -62,6 +63,7 @@ CHILD = textwrap.dedent(
     """
     import signal, sys, time
     from pathlib import Path
+    from pytest_edgeenergy.control.knobset import knobs_at
     from pytest_edgeenergy.control.operating_point import resolve
     from pytest_edgeenergy.control.state import Session
 
@@ -71,8 +73,8 @@ CHILD = textwrap.dedent(
             print("previous handler ran", flush=True)
             sys.exit(3)
         signal.signal(signal.SIGTERM, handler)
-    point = resolve({points!r}, root)
-    with Session(root) as session:
+    point = resolve({points!r}, knobs_at(root))
+    with Session(knobs_at(root)) as session:
         result = session.apply(point)
         assert result.ok, result.describe()
         print("READY", flush=True)
@@ -104,8 +106,8 @@ def run_child(board: Path, signum: int, mode: str = "plain") -> tuple[int, str]:
 
 def test_exception_restores(board: Path) -> None:
     before = tree_hash(board)
-    with pytest.raises(ZeroDivisionError), Session(board) as session:
-        assert session.apply(resolve(POINT, board)).ok
+    with pytest.raises(ZeroDivisionError), Session(knobs_at(board)) as session:
+        assert session.apply(resolve(POINT, knobs_at(board))).ok
         assert tree_hash(board) != before
         _ = 1 / 0
     assert tree_hash(board) == before
@@ -154,10 +156,10 @@ def test_sigkill_then_new_session_restores_first(board: Path) -> None:
     before = tree_hash(board)
     run_child(board, signal.SIGKILL)
     out = io.StringIO()
-    with Session(board, out=out) as session:
+    with Session(knobs_at(board), out=out) as session:
         assert session.leftover is not None and session.leftover.ok
         assert tree_hash(board) == before  # before anything else happens
-        assert session.apply(resolve({"gpu_freq": "max"}, board)).ok
+        assert session.apply(resolve({"gpu_freq": "max"}, knobs_at(board))).ok
     assert "restored the board" in out.getvalue()
     assert tree_hash(board) == before
 
@@ -171,12 +173,12 @@ def test_relocated_tree_finds_its_state(board: Path, tmp_path: Path) -> None:
 
 
 def test_a_live_session_is_not_trampled(board: Path) -> None:
-    with Session(board) as session:
-        session.apply(resolve({"gpu_freq": "max"}, board))
+    with Session(knobs_at(board)) as session:
+        session.apply(resolve({"gpu_freq": "max"}, knobs_at(board)))
         with pytest.raises(SessionBusy, match="which pins it"):
             restore_leftover(board)
         with pytest.raises(SessionBusy):
-            Session(board).start()
+            Session(knobs_at(board)).start()
 
 
 def test_corrupt_state_file_is_named(board: Path) -> None:
@@ -199,9 +201,9 @@ def test_state_location_falls_back_to_xdg(
     assert per_user.parent == tmp_path / "xdg" / "edgeenergy"
     # A state file kept per user (as for a non-root user on a board) is found too.
     before = tree_hash(board)
-    session = Session(board, state_path=per_user, handle_signals=False)
+    session = Session(knobs_at(board), state_path=per_user, handle_signals=False)
     session.start()
-    session.apply(resolve({"gpu_freq": "min"}, board))
+    session.apply(resolve({"gpu_freq": "min"}, knobs_at(board)))
     session._lock.release(remove=False)  # die without restoring
     session._active = False
     assert per_user.exists() and not in_root.exists()
@@ -223,8 +225,8 @@ def test_state_location_falls_back_to_xdg(
 )
 def test_bad_input_writes_nothing(board: Path, spec: dict[str, str], needle: str) -> None:
     before = tree_hash(board)
-    with pytest.raises(ValueError) as info, Session(board) as session:
-        session.apply(resolve({"gpu_freq": "max", **spec}, board))
+    with pytest.raises(ValueError) as info, Session(knobs_at(board)) as session:
+        session.apply(resolve({"gpu_freq": "max", **spec}, knobs_at(board)))
     assert needle in str(info.value)
     assert tree_hash(board) == before
     assert not (board / STATE_IN_ROOT).exists()
@@ -233,8 +235,8 @@ def test_bad_input_writes_nothing(board: Path, spec: dict[str, str], needle: str
 def test_dry_run_on_a_virtual_board(board: Path) -> None:
     before = tree_hash(board)
     out = io.StringIO()
-    with Session(board, dry_run=True, out=out) as session:
-        result = session.apply(resolve(POINT, board))
+    with Session(knobs_at(board), dry_run=True, out=out) as session:
+        result = session.apply(resolve(POINT, knobs_at(board)))
     assert tree_hash(board) == before
     text = out.getvalue()
     assert "usr/bin/nvpmodel -m 0" in text and "scaling_max_freq" in text

@@ -20,7 +20,7 @@ from pytest_edgeenergy.control.jetson_clocks import (
     named_clocks,
     pinning_mismatches,
 )
-from pytest_edgeenergy.control.knobset import knob_set
+from pytest_edgeenergy.control.knobset import knobs_at
 from pytest_edgeenergy.control.nvpmodel import NvpmodelKnob
 from pytest_edgeenergy.sim.models import get_model
 from pytest_edgeenergy.sim.shims import jetson_clocks, nvpmodel
@@ -98,7 +98,7 @@ def test_the_knob_shows_thors_codec_clock_by_name(tmp_path: Path) -> None:
     tool = root / "usr/bin/jetson_clocks"
     tool.write_text(f"#!/bin/sh\nexec cat '{printed}'\n")
     tool.chmod(0o755)
-    shown = JetsonClocksKnob(knob_set(root)).show()
+    shown = JetsonClocksKnob(knobs_at(root)).show()
     assert shown["gpu"]["name"] == "gpu-gpc-0"
     assert shown["clocks"]["gpu-nvd-0"] == {
         "name": "gpu-nvd-0",
@@ -251,7 +251,7 @@ def test_thor_virtual_board_prints_the_jp7_layout(tmp_path: Path) -> None:
 
 def test_pinning_on_thor_verifies_cpu_gpu_and_emc(tmp_path: Path) -> None:
     root = create("thor", tmp_path / "thor")
-    knobs = knob_set(root)
+    knobs = knobs_at(root)
     modes = NvpmodelKnob(knobs)
     modes.apply(modes.plan("MAXN"))
     knob = JetsonClocksKnob(knobs)
@@ -288,7 +288,7 @@ def test_pinning_on_thor_verifies_cpu_gpu_and_emc(tmp_path: Path) -> None:
 
 def test_pinning_on_thor_without_its_gpu_fails_verification(tmp_path: Path) -> None:
     root = create("thor", tmp_path / "thor")
-    knob = JetsonClocksKnob(knob_set(root))
+    knob = JetsonClocksKnob(knobs_at(root))
     knob.apply(knob.plan("pin"))
     assert knob.verify() == []
     # The GPU driver gone (Thor's GPU is PCIe-like): --show no longer prints its clock.
@@ -300,7 +300,7 @@ def test_pinning_on_thor_without_its_gpu_fails_verification(tmp_path: Path) -> N
 
 def test_capped_emc_is_shown_as_max_and_verifies(tmp_path: Path) -> None:
     root = create("agx-orin", tmp_path / "agx-orin")
-    knobs = knob_set(root)
+    knobs = knobs_at(root)
     modes = NvpmodelKnob(knobs)
     modes.apply(modes.plan("MODE_15W", force=True))  # TPC mask change: simulated reboot
     knob = JetsonClocksKnob(knobs)

@@ -1,41 +1,76 @@
-"""Who may import whom: the layers of the README's architecture section, checked.
+"""Who may import whom: the layer table of the manual's architecture page, checked.
 
-Every import in the package, including imports inside functions and under TYPE_CHECKING,
-is an edge between the top-level parts (``board``, ``meters``, ``control``...). A part may
-import only the parts listed for it here, and the parts have no import cycles inside.
+The table in ``docs/explanation/architecture.md`` is the one place the layers are written:
+this test reads it (part, what it owns, what it may import) and checks every import in the
+package against it, imports inside functions and under TYPE_CHECKING included. A part may
+import only the parts its row lists ("the leaves": every leaf row, those that do not say
+"the leaves" themselves), and the modules have no import cycles.
+
+An import is counted as the module it reaches: ``from pytest_edgeenergy import plugin`` and
+``from .. import plugin`` import the part ``plugin`` (not the package), and a name the
+package's ``__init__`` re-exports (``from pytest_edgeenergy import EnergySession``) is
+counted as the module it comes from.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 import pytest_edgeenergy
 
 PACKAGE = Path(pytest_edgeenergy.__file__).parent
-# Leaves: imported by anyone, import nothing of ours but errors.
-BASE = {"(pkg)", "errors", "words", "extras", "knobs_text", "safefs", "ranges"}
-ALLOWED: dict[str, set[str]] = {
-    "errors": set(),
-    "words": set(),
-    "extras": {"errors"},
-    "safefs": {"errors"},
-    "ranges": {"errors"},
-    "knobs_text": {"errors", "words"},
-    "board": BASE,
-    "sim": BASE | {"board"},
-    "meters": BASE | {"board"},
-    "control": BASE | {"board"},
-    "report": BASE | {"board", "meters"},
-    "bench": BASE | {"board", "meters", "control", "report"},
-    "search": BASE | {"board", "control", "report"},
-    "workloads": BASE | {"bench"},
-    "plugin": BASE | {"board", "sim", "meters", "control", "report", "bench", "search"},
-    "ab": BASE | {"board", "sim", "control", "report", "bench"},
-    "cli": BASE
-    | {"board", "sim", "meters", "control", "report", "bench", "search", "plugin", "ab"},
-}
+ARCHITECTURE = PACKAGE.parent / "docs" / "explanation" / "architecture.md"
+ROOT = "(pkg)"
+"""The part of the package's ``__init__`` and of the names defined there (``__version__``)."""
+LEAVES_WORDS = "the leaves"
+
+
+# -- the table --------------------------------------------------------------------------------
+
+
+def _cell_parts(cell: str) -> set[str]:
+    """``board`` for `` `board/` ``, ``cli`` for `` `cli.py` ``, (pkg) for `` `__init__.py` ``."""
+    found = set()
+    for name in re.findall(r"`([^`]+)`", cell):
+        name = name.removesuffix("/").removesuffix(".py")
+        found.add(ROOT if name == "__init__" else name)
+    return found
+
+
+def read_table(text: str) -> dict[str, set[str]]:
+    """Each part's allowed imports, from the markdown table whose header is
+    ``| part | owns | may import |``."""
+    lines = text.splitlines()
+    start = next(
+        i
+        for i, line in enumerate(lines)
+        if [c.strip() for c in line.strip().strip("|").split("|")] == ["part", "owns", "may import"]
+    )
+    rows: list[tuple[set[str], set[str], bool]] = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = line.strip().strip("|").split("|")
+        assert len(cells) == 3, f"architecture table row without 3 cells: {line}"
+        rows.append((_cell_parts(cells[0]), _cell_parts(cells[2]), LEAVES_WORDS in cells[2]))
+    leaves = {part for parts, _, above in rows if not above for part in parts}
+    allowed: dict[str, set[str]] = {}
+    for parts, imports, above in rows:
+        for part in parts:
+            assert part not in allowed, f"{part} has two rows in the architecture table"
+            allowed[part] = imports | (leaves if above else set())
+    return allowed
+
+
+ALLOWED = read_table(ARCHITECTURE.read_text(encoding="utf-8"))
+
+
+# -- the imports --------------------------------------------------------------------------------
 
 
 def _module_name(path: Path) -> tuple[str, str]:
@@ -49,34 +84,60 @@ def _module_name(path: Path) -> tuple[str, str]:
     return module, package
 
 
-def _imports(path: Path) -> set[str]:
-    _, package = _module_name(path)
+PARTS = {p.stem for p in PACKAGE.glob("*.py")} | {
+    p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()
+}
+
+
+def _reexports() -> dict[str, str]:
+    """Names the package's ``__init__`` imports (lazily too) -> the module they come from."""
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            base = "pytest_edgeenergy" if node.level else ""
+            module = ".".join(p for p in (base, node.module) if p)
+            found.update({alias.asname or alias.name: module for alias in node.names})
+    return found
+
+
+REEXPORTS = _reexports()
+
+
+def imports_of(source: str, module: str, package: str) -> set[str]:
+    """The modules of ours that ``source`` (the text of ``module`` in ``package``) imports.
+
+    ``from X import name`` reaches ``X.name`` when that is a part or a module (it may be a
+    submodule), else ``X``; from the package itself, a re-exported name reaches the module
+    it comes from."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            if node.module:
-                found.add(target)
-            else:  # `from . import x`: x is a module or a name of the package
-                found.update(f"{target}.{alias.name}" for alias in node.names)
+            found.add(target)
+            for alias in node.names:
+                if target == "pytest_edgeenergy" and alias.name in REEXPORTS:
+                    found.add(REEXPORTS[alias.name])
+                else:
+                    found.add(f"{target}.{alias.name}")
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
     return {t for t in found if t.split(".")[0] == "pytest_edgeenergy"}
 
 
-PARTS = {p.stem for p in PACKAGE.glob("*.py")} | {
-    p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()
-}
+def _imports(path: Path) -> set[str]:
+    module, package = _module_name(path)
+    return imports_of(path.read_text(), module, package)
 
 
 def _part(module: str) -> str:
-    """``board`` for ``pytest_edgeenergy.board.rails``; ``(pkg)`` for the package's names."""
+    """``board`` for ``pytest_edgeenergy.board.rails``; (pkg) for the package's own names."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in PARTS else "(pkg)"
+    return parts[1] if len(parts) > 1 and parts[1] in PARTS else ROOT
 
 
 def _graph() -> dict[str, set[str]]:
@@ -87,21 +148,94 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_every_part_is_known() -> None:
-    parts = {_part(m) for m in _graph()} - {"(pkg)", "__main__"}
-    assert parts <= set(ALLOWED), f"add these parts to ALLOWED: {parts - set(ALLOWED)}"
+def wrong_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``a imports b`` for every import the table does not allow."""
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if _part(target) != _part(module)
+        and _part(target) != ROOT  # a name defined in __init__ itself (__version__)
+        and _part(target) not in ALLOWED.get(_part(module), set())
+    )
+
+
+# -- the tests ----------------------------------------------------------------------------------
+
+
+def test_every_part_is_in_the_table_and_every_row_is_a_part() -> None:
+    parts = {_part(m) for m in _graph()} - {"__main__"}
+    assert parts <= set(ALLOWED), f"add rows to {ARCHITECTURE.name}: {parts - set(ALLOWED)}"
+    stale = set(ALLOWED) - parts
+    assert not stale, f"rows of {ARCHITECTURE.name} name no part of the package: {stale}"
+    named = {p for imports in ALLOWED.values() for p in imports}
+    assert named <= set(ALLOWED), f"may-import names without a row: {named - set(ALLOWED)}"
 
 
 def test_parts_import_only_the_layers_below() -> None:
-    wrong = sorted(
-        f"{module} imports {target}"
-        for module, targets in _graph().items()
-        for target in targets
-        if _part(target) != _part(module)
-        and _part(module) in ALLOWED
-        and _part(target) not in ALLOWED[_part(module)]
+    assert wrong_imports(_graph()) == []
+
+
+UPWARD = [
+    "from pytest_edgeenergy import plugin",
+    "from pytest_edgeenergy import cli, plugin",
+    "from .. import plugin",
+    "import pytest_edgeenergy.plugin",
+    "import pytest_edgeenergy.plugin.options as options",
+    "from pytest_edgeenergy.plugin import options",
+    "from ..plugin.options import Option",
+    "def later():\n    from pytest_edgeenergy import plugin",
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pytest_edgeenergy import plugin",
+]
+
+
+@pytest.mark.parametrize("line", UPWARD)
+def test_an_upward_import_in_board_fails(line: str) -> None:
+    """The hole of issue 21: an absolute ``from pkg import sub`` was counted as the package
+    itself. A copy of ``board/types.py`` with one upward import appended is refused."""
+    path = PACKAGE / "board" / "types.py"
+    module, package = _module_name(path)
+    source = path.read_text() + "\n" + line + "\n"
+    graph = {**_graph(), module: imports_of(source, module, package)}
+    wrong = wrong_imports(graph)
+    assert any(w.startswith(f"{module} imports pytest_edgeenergy.plugin") for w in wrong), wrong
+
+
+def test_a_reexported_name_counts_as_its_module() -> None:
+    """``EnergySession`` from the package is the run layer: not for ``board``."""
+    path = PACKAGE / "board" / "types.py"
+    module, package = _module_name(path)
+    source = path.read_text() + "\nfrom pytest_edgeenergy import EnergySession\n"
+    assert REEXPORTS.get("EnergySession", "").startswith("pytest_edgeenergy.run")
+    graph = {**_graph(), module: imports_of(source, module, package)}
+    assert any(
+        w.startswith(f"{module} imports pytest_edgeenergy.run") for w in wrong_imports(graph)
     )
-    assert wrong == []
+    version = path.read_text() + "\nfrom pytest_edgeenergy import __version__\n"
+    graph[module] = imports_of(version, module, package)
+    assert wrong_imports(graph) == []
+
+
+def test_the_table_is_read_as_written() -> None:
+    """The reader of the manual's table: leaves, 'the leaves', file and folder names."""
+    table = read_table(
+        "| part | owns | may import |\n|---|---|---|\n"
+        "| `errors`, `words` | roots | nothing |\n"
+        "| `ranges` | ranges | `errors` |\n"
+        "| `board/` | boards | the leaves |\n"
+        "| `cli.py` | the command | the leaves, `board` |\n"
+        "| `__init__.py` | names | the leaves |\n"
+        "\nafter the table\n"
+    )
+    leaves = {"errors", "words", "ranges"}
+    assert table == {
+        "errors": set(),
+        "words": set(),
+        "ranges": {"errors"},
+        "board": leaves,
+        "cli": leaves | {"board"},
+        ROOT: leaves,
+    }
 
 
 def test_no_import_cycles_between_modules() -> None:

@@ -24,6 +24,7 @@ from typing import IO
 import pytest
 
 from pytest_edgeenergy.control.errors import SessionBusy
+from pytest_edgeenergy.control.knobset import knobs_at
 from pytest_edgeenergy.control.operating_point import resolve
 from pytest_edgeenergy.control.state import STATE_IN_ROOT, Session
 from pytest_edgeenergy.sim.tree import create
@@ -276,11 +277,14 @@ def test_bad_value_is_a_usage_error(
 
 
 def test_lock_records_pins_then_measures(board: Path) -> None:
-    with Session(board, handle_signals=False) as session:
+    with Session(knobs_at(board), handle_signals=False) as session:
         record = lock_record(board)
         assert record["pid"] == os.getpid() and record["pins"] is False
-        assert "pytest" in str(record["command"])
-        session.apply(resolve({"gpu_freq": "min"}, board))
+        # the command that runs this test (pytest, or an xdist worker's `-c`), as typed
+        argv0 = Path(sys.argv[0])
+        program = "python -m pytest" if argv0.name == "__main__.py" else argv0.name
+        assert str(record["command"]).startswith(program)
+        session.apply(resolve({"gpu_freq": "min"}, knobs_at(board)))
         assert lock_record(board)["pins"] is True
         session.restore()
         assert lock_record(board)["pins"] is False
@@ -289,11 +293,11 @@ def test_lock_records_pins_then_measures(board: Path) -> None:
 
 def test_session_waits_at_least_the_timeout(board: Path) -> None:
     lines: list[str] = []
-    with Session(board, handle_signals=False) as first:
-        first.apply(resolve({"gpu_freq": "min"}, board))
+    with Session(knobs_at(board), handle_signals=False) as first:
+        first.apply(resolve({"gpu_freq": "min"}, knobs_at(board)))
         began = time.monotonic()
         with pytest.raises(SessionBusy) as info:
-            Session(board, lock_timeout_s=0.3, on_lock_wait=lines.append).start()
+            Session(knobs_at(board), lock_timeout_s=0.3, on_lock_wait=lines.append).start()
         waited_s = time.monotonic() - began
     assert waited_s >= 0.3
     assert len(lines) == 1 and f"held by pid {os.getpid()}" in lines[0]

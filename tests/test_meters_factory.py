@@ -1,4 +1,4 @@
-"""open_source: choosing and opening a power source for a board root."""
+"""open_source: choosing and opening a power source for a detected board."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_edgeenergy.meters.factory import SOURCE_NAMES, is_virtual_board, open_source
+from pytest_edgeenergy.board.detect import detect
+from pytest_edgeenergy.meters.factory import builtin_source_names, is_virtual_board, open_source
 from pytest_edgeenergy.meters.ina import InaSource
 from pytest_edgeenergy.meters.meter import Meter
 from pytest_edgeenergy.meters.source import SourceUnavailable
@@ -44,20 +45,20 @@ def agx_orin_channels() -> dict[str, list[str]]:
 
 
 def test_unknown_name_lists_the_allowed_names(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="unknown, allowed: auto, ina, tegrastats"):
-        open_source("ina3221", tmp_path, interval_s=0.01)
-    assert SOURCE_NAMES == ("auto", "ina", "tegrastats", "jtop", "nvml", "rapl")
+    with pytest.raises(ValueError, match="allowed: auto, ina, jtop, nvml, rapl, tegrastats"):
+        open_source("ina3221", detect(tmp_path), interval_s=0.01)
+    assert builtin_source_names() == ("auto", "ina", "jtop", "nvml", "rapl", "tegrastats")
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("nan")])
 def test_bad_interval_is_refused(tmp_path: Path, bad: float) -> None:
     with pytest.raises(ValueError, match="interval_s"):
-        open_source("ina", tmp_path, interval_s=bad)
+        open_source("ina", detect(tmp_path), interval_s=bad)
 
 
 def test_ina_on_an_orin_nano_tree(tmp_path: Path) -> None:
     hwmon_chip(tmp_path, "1-0040", "hwmon3", ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"])
-    src = open_source("ina", tmp_path, interval_s=0.01)
+    src = open_source("ina", detect(tmp_path), interval_s=0.01)
     try:
         assert isinstance(src, InaSource)
         assert src.channels == ("VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC")
@@ -74,7 +75,7 @@ def test_virtual_board_marker_makes_the_source_simulated(tmp_path: Path) -> None
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "edgeenergy-virtual-board.json").write_text('{"simulated": true}')
     assert is_virtual_board(tmp_path)
-    src = open_source("auto", tmp_path, interval_s=0.01)
+    src = open_source("auto", detect(tmp_path), interval_s=0.01)
     try:
         assert src.name == "ina" and src.simulated is True
     finally:
@@ -86,7 +87,7 @@ def test_auto_on_agx_orin_rails_from_the_reference_sample(tmp_path: Path) -> Non
     assert chips["0x40"] == ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"]
     hwmon_chip(tmp_path, "1-0040", "hwmon1", chips["0x40"])
     hwmon_chip(tmp_path, "1-0041", "hwmon2", chips["0x41"])
-    with Meter(open_source("auto", tmp_path, interval_s=0.01), interval_s=0.01) as meter:
+    with Meter(open_source("auto", detect(tmp_path), interval_s=0.01), interval_s=0.01) as meter:
         src = meter.source
         assert src.name == "ina"
         assert "NC" not in src.channels
@@ -99,7 +100,7 @@ def test_auto_on_agx_orin_rails_from_the_reference_sample(tmp_path: Path) -> Non
 
 def test_auto_with_nothing_says_why_each_candidate_failed(tmp_path: Path) -> None:
     with pytest.raises(SourceUnavailable) as info:
-        open_source("auto", tmp_path, interval_s=0.01)
+        open_source("auto", detect(tmp_path), interval_s=0.01)
     msg = str(info.value)
     assert "ina: no INA3221/INA238 power rails found" in msg
     assert "rapl: no " in msg
@@ -108,7 +109,7 @@ def test_auto_with_nothing_says_why_each_candidate_failed(tmp_path: Path) -> Non
 
 def test_ina_without_rails_is_unavailable(tmp_path: Path) -> None:
     with pytest.raises(SourceUnavailable, match="no INA3221/INA238 power rails"):
-        open_source("ina", tmp_path, interval_s=0.01)
+        open_source("ina", detect(tmp_path), interval_s=0.01)
 
 
 def rapl_zone(root: Path, zone: str, name: str, energy_uj: int) -> None:
@@ -122,7 +123,7 @@ def rapl_zone(root: Path, zone: str, name: str, energy_uj: int) -> None:
 def test_auto_falls_back_to_rapl_when_there_are_no_rails(tmp_path: Path) -> None:
     rapl_zone(tmp_path, "intel-rapl:0", "package-0", 1_000_000)
     rapl_zone(tmp_path, "intel-rapl:0:0", "core", 400_000)
-    src = open_source("AUTO", tmp_path, interval_s=0.01)
+    src = open_source("AUTO", detect(tmp_path), interval_s=0.01)
     try:
         assert src.name == "rapl"
         assert src.quantity == "energy_j"

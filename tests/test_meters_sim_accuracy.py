@@ -11,6 +11,7 @@ sim_tree = pytest.importorskip("pytest_edgeenergy.sim.tree", reason="sim.tree no
 sim_runner = pytest.importorskip("pytest_edgeenergy.sim.runner", reason="sim.runner missing")
 sim_truth = pytest.importorskip("pytest_edgeenergy.sim.truth", reason="sim.truth missing")
 
+from pytest_edgeenergy.board.detect import detect  # noqa: E402
 from pytest_edgeenergy.meters.factory import open_source  # noqa: E402
 from pytest_edgeenergy.meters.meter import Meter  # noqa: E402
 
@@ -24,7 +25,7 @@ def test_window_energy_matches_ground_truth(tmp_path: Path, model: str, load: st
     (root / sim_runner.LOAD_OVERRIDE).write_text(load + "\n")
     with (
         sim_runner.SimProcess(root),
-        Meter(open_source("auto", root, interval_s=0.01), interval_s=0.01) as meter,
+        Meter(open_source("auto", detect(root), interval_s=0.01), interval_s=0.01) as meter,
     ):
         assert meter.source.name == "ina" and meter.source.simulated
         before = sim_truth.read_truth(root)

@@ -23,11 +23,13 @@ INERT_MODULES = {
     "pytest_edgeenergy.board",
     "pytest_edgeenergy.board.generations",
     "pytest_edgeenergy.errors",
+    "pytest_edgeenergy.options_spec",  # every option's one description (stdlib only)
     "pytest_edgeenergy.plugin",
     "pytest_edgeenergy.plugin.bench_options",
     "pytest_edgeenergy.plugin.options",
     "pytest_edgeenergy.plugin.session",
     "pytest_edgeenergy.ranges",  # the options' allowed ranges (stdlib only)
+    "pytest_edgeenergy.registry",  # built-in strategy/source names for help (one metadata file)
 }
 HEAVY = (
     "numpy",

@@ -23,7 +23,7 @@ ENV_VARS = (
 )
 RUN_TIMEOUT_S = 120.0
 MODELS_TEXT = "nano, tx2, xavier-nx, agx-xavier, orin-nano, orin-nx, agx-orin, thor"
-SOURCES_TEXT = "auto, ina, tegrastats, jtop, nvml, rapl"
+SOURCES_TEXT = "auto, ina, jtop, nvml, rapl, tegrastats"
 
 INNER = """
 import json

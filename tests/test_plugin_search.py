@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from pytest_edgeenergy.run.search import trial_of_entry
+
 RUN_TIMEOUT_S = 240.0
 
 WORKLOAD = """
@@ -94,9 +96,19 @@ def test_auto_search_profiles_and_pins_the_recommended_point(pytester: pytest.Py
     assert [t["id"].rpartition("[")[2] for t in entries] == ["dvfs]"] + [
         f"trial{k}]" for k in range(8)
     ]
-    (profiled,) = [t for t in entries if t["extra"]["search"]["knobs"] == best["knobs"]]
+    # Every trial is written once, in the search section; a test entry points at it.
+    assert [t["extra"]["search"] for t in entries] == [
+        {"test": "test_inner.py::test_work", "trial": k} for k in [None, *range(8)]
+    ]
+    trials = [trial_of_entry(doc, t) for t in entries]
+    assert trials[0] is not None and trials[0]["energy_j"] == search["reference"]["energy_j"]
+    (profiled,) = [
+        t
+        for t, trial in zip(entries, trials, strict=True)
+        if trial and trial["knobs"] == best["knobs"]
+    ]
     assert profiled["status"] == "passed"
-    assert profiled["extra"]["search"]["value"] == pytest.approx(best["energy_j"])
+    assert trial_of_entry(doc, profiled)["value"] == pytest.approx(best["energy_j"])  # type: ignore[index]
     assert profiled["extra"]["operating_point"]["verified"] is True
     gpu = profiled["params"]["operating_point"]["read_back"]["gpu"]
     assert gpu["min_freq_hz"] == gpu["max_freq_hz"] == best["knobs"]["gpu_freq_hz"]
@@ -173,7 +185,7 @@ def test_resume_refuses_another_search_config(pytester: pytest.Pytester) -> None
     [
         (
             ("--edge-search=annealing", "--edge-trials=4", "--gpu-freq=all"),
-            "*unknown strategy 'annealing'; allowed: grid, random, binary, optuna, auto*",
+            "*unknown strategy 'annealing'; allowed: auto, binary, grid, optuna, random*",
         ),
         (
             (
@@ -434,10 +446,9 @@ def test_batch_size_is_a_dimension_of_the_search(pytester: pytest.Pytester) -> N
     seen = (pytester.path / "seen.txt").read_text().split("\n")[:-1]
     assert seen[0] == "None 4"
     assert seen[1:] == [f"{k['gpu_freq_hz']} {k['batch_size']}" for k in knobs]
-    entries = [t for t in doc["tests"] if (t.get("extra") or {}).get("search")]
-    assert [t["extra"]["search"]["batch_size"] for t in entries] == [4] + [
-        k["batch_size"] for k in knobs
-    ]
+    entries = [trial_of_entry(doc, t) for t in doc["tests"]]
+    sizes = [e.get("batch_size") or e["knobs"]["batch_size"] for e in entries if e is not None]
+    assert sizes == [4] + [k["batch_size"] for k in knobs]
     # Per item, so batches compare: the fixed cost per call favours the bigger batch.
     assert search["best"]["knobs"]["batch_size"] == 4
 

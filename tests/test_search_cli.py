@@ -98,16 +98,11 @@ def test_text_output_and_pareto_front(table_csv: Path, capsys: pytest.CaptureFix
             ["--objective", "min-energy", "--latency-budget-s", "0.01"],
             "no operating point meets 0.01 s; the fastest measured was 0.2",
         ),
-        (["--objective", "min-energy", "--trials", "0"], "--trials 0: must be at least 1"),
         (
             ["--objective", "min-energy", "--strategy", "grid", "--prior", "x.csv"],
             "--prior seeds the auto strategy only",
         ),
         (["--objective", "min-energy", "--where", "gpu"], "--where 'gpu': expected COLUMN=VALUE"),
-        (
-            ["--objective", "min-time", "--power-budget-w", "-1"],
-            "power budget -1.0: must be a positive",
-        ),
     ],
 )
 def test_bad_input_is_refused_before_any_trial(
@@ -124,7 +119,10 @@ def test_bad_input_is_refused_before_any_trial(
 
 @pytest.mark.parametrize(
     ("option", "value", "allowed"),
-    [("--strategy", "bayes", "'binary', 'optuna', 'auto'"), ("--objective", "fast", "'min-edp'")],
+    [
+        ("--strategy", "bayes", "'auto', 'binary', 'grid', 'optuna', 'random'"),
+        ("--objective", "fast", "'min-edp'"),
+    ],
 )
 def test_unknown_strategy_or_objective(
     table_csv: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, allowed: str
@@ -135,6 +133,27 @@ def test_unknown_strategy_or_objective(
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {option}: invalid choice: '{value}' (choose from" in err and allowed in err
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "allowed"),
+    [
+        ("--trials", "0", ">= 1 and <= 10000"),
+        ("--trials", "1e3", "is not a whole number; allowed: a whole number >= 1 and <= 10000"),
+        ("--power-budget-w", "-1", "> 0 and <= 5000 W"),
+        ("--latency-budget-s", "nan", "> 0 and <= 86400 s"),
+    ],
+)
+def test_numbers_outside_the_options_ranges_are_usage_errors(
+    table_csv: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, allowed: str
+) -> None:
+    """The ranges are --edge-trials', --edge-power-budget-w's...: one description."""
+    args = ["--replay", str(table_csv), "--trials", "3", option, value]
+    with pytest.raises(SystemExit) as exc:
+        main(["search", *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: {value!r}" in err and allowed in err
 
 
 def test_a_replay_file_without_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

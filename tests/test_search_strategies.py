@@ -11,7 +11,7 @@ from search_helpers import optimum, toy_table
 
 from pytest_edgeenergy.errors import InvalidValue
 from pytest_edgeenergy.search import Objective, PointFailed, Search, Trial, make_strategy
-from pytest_edgeenergy.search.driver import pareto_front
+from pytest_edgeenergy.search.driver import StrategyError, pareto_front
 from pytest_edgeenergy.search.replay import ReplayOracle, table_from_rows
 from pytest_edgeenergy.search.space import Knobs, Space
 from pytest_edgeenergy.search.strategies.grid import fewest_change_order
@@ -93,7 +93,8 @@ def test_binary_refuses_pareto() -> None:
 
 def test_unknown_names_say_what_is_allowed() -> None:
     table = toy_table()
-    with pytest.raises(InvalidValue, match="unknown strategy 'bayes'; allowed: grid, random"):
+    allowed = "allowed: auto, binary, grid, optuna, random"
+    with pytest.raises(InvalidValue, match=f"unknown strategy 'bayes'; {allowed}"):
         make_strategy("bayes", table.space, Objective("min-energy"))
     with pytest.raises(InvalidValue, match="unknown objective 'fast'; allowed: min-energy"):
         Objective("fast")
@@ -226,3 +227,28 @@ def test_auto_spreads_its_first_points_when_the_extremes_would_take_most_trials(
     result = Search(table.space, objective, chosen).run(ReplayOracle(table), 8)
     profiled = {table.space.point(t.knobs) for t in result.trials}
     assert len(profiled) == 8 and profiled != _corners(table.space)
+
+
+class _Stubborn:
+    """A strategy that breaks its contract: it proposes its one point forever."""
+
+    name = "stubborn"
+
+    def __init__(self, knobs: Knobs) -> None:
+        self.knobs = knobs
+
+    def propose(self, history: object) -> Knobs | None:
+        return dict(self.knobs)
+
+
+def test_a_strategy_proposing_a_point_again_or_outside_is_named() -> None:
+    table = toy_table()
+    objective = Objective("min-energy")
+    first = table.trials[0].knobs
+    search = Search(table.space, objective, _Stubborn(first))
+    with pytest.raises(StrategyError, match=r"strategy 'stubborn' proposed .* again"):
+        search.run(ReplayOracle(table), 3)
+    assert len(search.trials) == 1  # the first proposal was measured
+    outside = {**first, **{k: -1 for k in list(first)[:1]}}
+    with pytest.raises(InvalidValue, match="is not in the search space; allowed"):
+        Search(table.space, objective, _Stubborn(outside)).run(ReplayOracle(table), 1)

@@ -1,6 +1,6 @@
 """What ``edge_bench`` needs from the measuring session that runs it.
 
-The pytest plugin's :class:`pytest_edgeenergy.plugin.session.EnergySession` is one; the
+The pytest plugin's :class:`pytest_edgeenergy.plugin.session.PluginSession` is one; the
 bench engine names only this protocol, so it does not depend on the plugin.
 """
 
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ..board.detect import Board
+    from ..control.knobset import KnobSet
     from ..control.operating_point import OperatingPoint
     from ..meters.meter import Meter, Window, WindowResult
 
@@ -30,6 +31,11 @@ class MeasuringSession(Protocol):
 
     @property
     def board(self) -> Board | None: ...
+
+    @property
+    def knobs(self) -> KnobSet | None:
+        """The board's knob set (the allow-list its frequency residency reads)."""
+        ...
 
     @property
     def meter(self) -> Meter | None: ...

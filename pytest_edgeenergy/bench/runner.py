@@ -292,8 +292,8 @@ class EdgeBench:
 
         temps_start = _temperatures(root)
         residency: ResidencySampler | None = None
-        if self._session.board is not None:
-            residency = ResidencySampler(self._session.board, interval_s=RESIDENCY_INTERVAL_S)
+        if self._session.knobs is not None:
+            residency = ResidencySampler(self._session.knobs, interval_s=RESIDENCY_INTERVAL_S)
             residency.start()
         started = time.perf_counter()
         extensions: list[Extension] = []

@@ -3,7 +3,9 @@
 * :mod:`.values` parses ``612MHz``/``min``/``all``/``dvfs``, core counts, governors, modes;
 * :mod:`.point`: :class:`OperatingPoint`, :data:`DVFS` and the current power mode as values;
 * :mod:`.knobset`: the allow-list, the writable files of the knobs the board's discovery
-  described (nothing else is written), built once per detected board;
+  described (nothing else is written), built once from a detected board
+  (:func:`~.knobset.knob_set`) and handed on: every function here takes that
+  :class:`KnobSet`;
 * :mod:`.plan`: the :class:`~.plan.Knob` protocol (show / plan / apply / verify / drift;
   restore = plan with the knob unpinned) that :mod:`.knobs` (cores, cpufreq, GPU, EMC) and
   :mod:`.nvpmodel` implement; :mod:`.jetson_clocks` wraps NVIDIA's tool;
@@ -31,7 +33,7 @@ from .errors import (
 )
 from .grid import count_changes, expand, order_for_fewest_changes
 from .journal import DirectJournal, Journal
-from .knobset import KnobSet, knob_set
+from .knobset import KnobSet, knob_set, knobs_at
 from .operating_point import (
     DVFS,
     ApplyResult,
@@ -78,6 +80,7 @@ __all__ = [
     "expand",
     "files_for",
     "knob_set",
+    "knobs_at",
     "order_for_fewest_changes",
     "point_knobs",
     "read_back",

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
-from ..board.detect import Board
 from .errors import ValueSpecError
 from .knobset import KnobSet
 from .operating_point import Resolver
@@ -33,7 +31,7 @@ _FIELD = {
 
 def expand(
     options: Mapping[str, Sequence[str]],
-    board: Board | KnobSet | Path,
+    knobs: KnobSet,
     *,
     sources: Mapping[str, str] | None = None,
     force: bool = False,
@@ -51,7 +49,7 @@ def expand(
             f"unknown grid option(s) {', '.join(map(repr, unknown))}; allowed: "
             f"{', '.join(DIMENSIONS)}"
         )
-    resolver = Resolver(board, force=force, sources=sources)
+    resolver = Resolver(knobs, force=force, sources=sources)
     axes: list[tuple[Any, ...]] = []
     words: dict[tuple[str, Any], str] = {}
     for key in DIMENSIONS:
@@ -71,9 +69,7 @@ def expand(
     points: list[OperatingPoint] = []
     for combo in itertools.product(*axes):
         fields = {_FIELD[k]: v for k, v in zip(DIMENSIONS, combo, strict=True)}
-        said = tuple(
-            (name, words[(name, v)]) for name, v in fields.items() if (name, v) in words
-        )
+        said = tuple((name, words[(name, v)]) for name, v in fields.items() if (name, v) in words)
         point = OperatingPoint(**fields, words=said)
         if point not in points:
             points.append(point)

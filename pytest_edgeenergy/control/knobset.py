@@ -7,14 +7,13 @@ found (:class:`~pytest_edgeenergy.board.knobs.CpuCore`,
 :class:`~pytest_edgeenergy.board.knobs.EmcKnobs`, each with its absolute files) and the
 nvpmodel files, and is the *only* source of writable paths: :meth:`KnobSet.check_writable`
 refuses anything else, so a bug or a tampered state file can never make the tool write
-outside the discovered knobs. :func:`knob_set` builds it once per detected board.
+outside the discovered knobs. :func:`knob_set` builds it from a detected board; whoever
+opens the board builds it once and hands it on.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -189,30 +188,21 @@ def _nvpmodel_files(conf: NvpmodelConf | None, root: Path) -> tuple[Path, ...]:
     return _dedupe(paths)
 
 
-_BUILT: dict[int, KnobSet] = {}
-"""KnobSets by ``id(board)``; an entry leaves with its board (see :func:`knob_set`)."""
-_BUILT_LOCK = threading.Lock()
+def knob_set(board: Board) -> KnobSet:
+    """The :class:`KnobSet` of a detected board: its allow-list, built from the knob
+    descriptions discovery found (no file is looked for again).
 
-
-def knob_set(board: Board | KnobSet | Path) -> KnobSet:
-    """The :class:`KnobSet` of a detected board (or of the board under a root path).
-
-    Built once per :class:`Board` object and kept while the board lives: the session, the
-    residency sampler of every energy window and the drift checks share one allow-list. A
-    re-detected board is a new object and so gets a new set; a path is detected afresh.
+    Build it once per board and pass it on: a control session holds its own (see
+    :class:`~pytest_edgeenergy.control.state.Session`), and the residency sampler of every
+    energy window and the drift checks take that one.
     """
-    if isinstance(board, KnobSet):
-        return board
-    if isinstance(board, Path):
-        return _build(detect(board))
-    key = id(board)
-    with _BUILT_LOCK:
-        built = _BUILT.get(key)
-        if built is None:
-            built = _build(board)
-            _BUILT[key] = built
-            weakref.finalize(board, _BUILT.pop, key, None)
-    return built
+    return _build(board)
+
+
+def knobs_at(root: Path) -> KnobSet:
+    """Detect the board under ``root`` and build its :class:`KnobSet` (one detection; for
+    a command or a script that has no :class:`Board` yet)."""
+    return _build(detect(root))
 
 
 def _build(board: Board) -> KnobSet:

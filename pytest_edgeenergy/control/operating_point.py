@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..board.detect import Board
 from .errors import NotOffered, ValueSpecError
 from .journal import DirectJournal, Journal
 from .knobs import CoresKnob, CpufreqKnob, EmcKnob, GpuKnob
-from .knobset import KnobSet, knob_set
+from .knobset import KnobSet
 from .nvpmodel import NvpmodelKnob
 from .plan import Knob, PlanContext
 from .point import DIMENSIONS, DVFS, CurrentMode, OperatingPoint, PointSpec
@@ -72,17 +71,17 @@ _UNSET: Any = object()
 
 
 class Resolver:
-    """Validates option values against one board (all checks, no writes)."""
+    """Validates option values against one board's knobs (all checks, no writes)."""
 
     def __init__(
         self,
-        board: Board | KnobSet | Path,
+        knobs: KnobSet,
         *,
         force: bool = False,
         sources: Mapping[str, str] | None = None,
         current_mode: CurrentMode | None = _UNSET,
     ) -> None:
-        self.knobs = knob_set(board)
+        self.knobs = knobs
         self.force = force
         self.sources = {**DEFAULT_SOURCES, **(sources or {})}
         self._current = current_mode
@@ -231,7 +230,7 @@ def _spec_items(
 
 def resolve(
     spec: PointSpec | Mapping[str, str | None],
-    board: Board | KnobSet | Path,
+    knobs: KnobSet,
     *,
     force: bool = False,
     sources: Mapping[str, str] | None = None,
@@ -242,7 +241,7 @@ def resolve(
     missing governor, reboot-needing mode) or ``NvpmodelConfError`` for a broken conf.
     """
     items, spec_sources = _spec_items(spec)
-    resolver = Resolver(board, force=force, sources={**spec_sources, **(sources or {})})
+    resolver = Resolver(knobs, force=force, sources={**spec_sources, **(sources or {})})
     values: dict[str, Any] = {}
     for key, text in items:
         resolved = resolver.dimension(key, text)
@@ -318,7 +317,7 @@ def _checked(knobs: Sequence[Knob[Any]]) -> list[Knob[Any]]:
 
 def apply(
     point: OperatingPoint,
-    board: Board | KnobSet | Path,
+    knobs: KnobSet,
     state: Journal | None = None,
     *,
     force: bool | None = None,
@@ -333,7 +332,6 @@ def apply(
     every write is journaled first and unpinned knobs go back to the session's snapshot;
     without one the writes are direct and unpinned knobs are left as they are.
     """
-    knobs = knob_set(board)
     journal: Journal = state if state is not None else DirectJournal(knobs)
     runner = journal.runner
     dry_run = journal.dry_run
@@ -369,16 +367,14 @@ def apply(
     return result
 
 
-def files_for(point: OperatingPoint, board: Board | KnobSet | Path) -> list[Path]:
+def files_for(point: OperatingPoint, knobs: KnobSet) -> list[Path]:
     """Knob files applying ``point`` (and restoring afterwards) may write."""
-    knobs = knob_set(board)
     paths = [p for knob in point_knobs(knobs) for p in knob.files_for(point)]
     return list(dict.fromkeys(paths))
 
 
-def read_back(board: Board | KnobSet | Path) -> dict[str, Any]:
+def read_back(knobs: KnobSet) -> dict[str, Any]:
     """Every knob as it reads now (for the report's ``operating_point.read_back``)."""
-    knobs = knob_set(board)
     nv = NvpmodelKnob(knobs)
     mode = nv.current() if nv.available() else None
     return {
@@ -397,9 +393,8 @@ THROTTLING_TRIP_TYPES = frozenset({"passive", "hot", "critical"})
 """Trip types whose crossing throttles clocks (``active`` only starts a fan)."""
 
 
-def thermal_trips(board: Board | KnobSet | Path) -> list[str]:
+def thermal_trips(knobs: KnobSet) -> list[str]:
     """Thermal zones whose temperature is at or over a throttling trip point."""
-    knobs = knob_set(board)
     messages: list[str] = []
     for zone in knobs.thermal_dirs:
         temp = _read_int(zone / "temp")
@@ -436,10 +431,9 @@ def _read_int(path: Path) -> int | None:
         return None
 
 
-def check_drift(point: OperatingPoint, board: Board | KnobSet | Path) -> list[str]:
+def check_drift(point: OperatingPoint, knobs: KnobSet) -> list[str]:
     """What no longer matches ``point`` (a knob changed behind our back, the power mode
     moved) and thermal zones over a throttling trip point; empty when all is well."""
-    knobs = knob_set(board)
     ctx = PlanContext(running=True)
     messages = [m for knob in _checked(point_knobs(knobs)) for m in knob.drift(point, ctx)]
     messages += thermal_trips(knobs)

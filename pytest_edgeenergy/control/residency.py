@@ -13,8 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..board.detect import Board
-from .knobset import KnobSet, knob_set
+from .knobset import KnobSet
 
 Residency = dict[str, dict[int, float]]
 """``{"gpu": {freq_hz: share}, "cpu0": {...}, "cpu4": {...}}``; shares of a clock sum to 1."""
@@ -34,20 +33,19 @@ def _read_hz(path: Path, scale: int) -> int | None:
 class ResidencySampler:
     """Poll CPU (``scaling_cur_freq``, kHz) and GPU (``cur_freq``, Hz) clocks in a window.
 
-    ``start()`` ... ``stop() -> Residency``; or ``with ResidencySampler(board) as r: ...``
+    ``start()`` ... ``stop() -> Residency``; or ``with ResidencySampler(knobs) as r: ...``
     then ``r.result``. Keys: ``gpu`` and ``cpuN`` per policy (N = its first CPU).
     """
 
     def __init__(
         self,
-        board: Board | KnobSet | Path,
+        knobs: KnobSet,
         *,
         interval_s: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if interval_s <= 0:
             raise ValueError(f"residency interval_s {interval_s}: must be > 0")
-        knobs = knob_set(board)
         self.interval_s = interval_s
         self._clock = clock
         self._sources: list[tuple[str, Path, int]] = []

@@ -57,7 +57,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from ..board.detect import Board
 from ..safefs import (
     check_inside,
     open_nofollow,
@@ -72,7 +71,7 @@ from .errors import (
     StateFileError,
     UnknownKnobFile,
 )
-from .knobset import KnobSet, knob_set
+from .knobset import KnobSet, knobs_at
 from .nvpmodel import NvpmodelKnob, nvpmodel_error
 from .operating_point import ApplyResult, OperatingPoint, files_for
 from .operating_point import apply as apply_point
@@ -805,7 +804,7 @@ def restore_leftover(
     root: Path,
     *,
     state_path: Path | None = None,
-    board: Board | KnobSet | None = None,
+    knobs: KnobSet | None = None,
     dry_run: bool = False,
     out: TextIO | None = None,
 ) -> RestoreReport:
@@ -826,7 +825,8 @@ def restore_leftover(
             snapshot = load_state(path)
             if snapshot is None:
                 continue
-            knobs = knob_set(board if board is not None else root)
+            if knobs is None:  # a state file to restore: only now is the board read
+                knobs = knobs_at(root)
             with signals_held():
                 report = restore_snapshot(
                     snapshot, knobs, state_path=path, dry_run=dry_run, out=out
@@ -902,7 +902,7 @@ class Session:
     """Pins operating points on one board and always puts it back (the
     :class:`~pytest_edgeenergy.control.journal.Journal` of :func:`apply_point`).
 
-    ``with Session(board) as s: s.apply(point)`` — on entry it restores a leftover state
+    ``with Session(knobs) as s: s.apply(point)`` — on entry it restores a leftover state
     file of a killed session first (``s.leftover``), then installs restore on normal exit,
     exceptions, SIGINT (Ctrl-C) and SIGTERM (previous handlers are chained; with the
     default SIGTERM action the process then dies of SIGTERM as usual) and at interpreter
@@ -917,7 +917,7 @@ class Session:
 
     def __init__(
         self,
-        board: Board | KnobSet | Path,
+        knobs: KnobSet,
         *,
         state_path: Path | None = None,
         dry_run: bool = False,
@@ -929,7 +929,7 @@ class Session:
         on_lock_wait: Callable[[str], None] | None = None,
         handoff: str | None = None,
     ) -> None:
-        self.knobs = knob_set(board)
+        self.knobs = knobs
         self.state_path = (
             state_path if state_path is not None else choose_state_path(self.knobs.root)
         )

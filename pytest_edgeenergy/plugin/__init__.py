@@ -1,7 +1,8 @@
 """pytest hooks for pytest-edgeenergy: options, markers, test generation, fixtures.
 
 Thin and cheap by design: a run with no measuring test imports only the option tables and
-the session's class. The session (:class:`.session.EnergySession`) is built complete in
+the session's class. The session (:class:`.session.PluginSession`, an adapter over the
+pytest-free :class:`pytest_edgeenergy.run.EnergySession`) is built complete in
 ``pytest_configure`` and registered as a plugin of its own once the run measures (a test
 asks for ``energy``, ``edge_bench`` or ``operating_point``) or a board or operating-point
 option is given; it then records the tests, restores the board, writes the report, runs
@@ -25,11 +26,12 @@ if TYPE_CHECKING:
     from ..board.detect import Board
     from ..control.operating_point import OperatingPoint
     from ..meters.meter import IdleBaseline, Window, WindowResult
+    from ..run.session import OpenWindow
     from .only import OnlySelection
     from .search import LiveSearch
-    from .session import EnergySession, OpenWindow
+    from .session import PluginSession
 
-SESSION_KEY = pytest.StashKey["EnergySession"]()
+SESSION_KEY = pytest.StashKey["PluginSession"]()
 ONLY_KEY: pytest.StashKey[OnlySelection] = pytest.StashKey()
 """The ``--edge-only`` file's ids (stashed only when the option is given)."""
 SEARCH_KEY = pytest.StashKey["LiveSearch"]()
@@ -89,9 +91,9 @@ def pytest_configure(config: pytest.Config) -> None:
             "pytest-xdist runs tests in parallel, but whole-board energy cannot be shared "
             "between concurrent tests: run without -n when measuring energy"
         )
-    from .session import EnergySession
+    from .session import PluginSession
 
-    config.stash[SESSION_KEY] = EnergySession(
+    config.stash[SESSION_KEY] = PluginSession(
         s,
         control,
         gate=gate,
@@ -111,7 +113,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(live, SEARCH_PLUGIN)
 
 
-def _active(config: pytest.Config) -> EnergySession:
+def _active(config: pytest.Config) -> PluginSession:
     """The session, registered as a plugin (once) now that the run measures."""
     es = config.stash[SESSION_KEY]
     if not config.pluginmanager.is_registered(es):
@@ -145,7 +147,7 @@ def _say_line(config: pytest.Config, line: str) -> None:
     tr.write_line(line)
 
 
-def _open_or_stop(es: EnergySession) -> None:
+def _open_or_stop(es: PluginSession) -> None:
     """Open the board; a board held by another session stops the run (usage error, exit 4)
     rather than failing every test."""
     from ..control.errors import SessionBusy
@@ -181,13 +183,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         es.open()
     except (EdgeEnergyError, OSError) as e:
         raise pytest.UsageError(str(e)) from None
-    if live is not None and es.board is not None:
+    if live is not None and es.knobs is not None:
         from .pinning import grid_request
 
         live.check_idle(_idle_w(es))
         if point_options:  # checked now, before collection: nothing runs on a bad search
             sizes = options.parse_batch_sizes(options.grid_value(config, "batch_size"))
-            live.prepare("", grid_request(config, {}), es.board, sizes)
+            live.prepare("", grid_request(config, {}), es.knobs, sizes)
 
 
 def _grid_marker(metafunc: pytest.Metafunc) -> dict[str, object]:
@@ -233,7 +235,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     )
 
 
-def _idle_w(es: EnergySession) -> float | None:
+def _idle_w(es: PluginSession) -> float | None:
     return es.idle.power_w if es.idle is not None and es.idle.valid else None
 
 
@@ -251,10 +253,10 @@ def _parametrize_search(
         es.open()
     except (EdgeEnergyError, OSError) as e:
         raise pytest.UsageError(str(e)) from None
-    assert es.board is not None
+    assert es.knobs is not None
     live.check_idle(_idle_w(es))
     live.prepare(
-        metafunc.definition.nodeid, grid_request(metafunc.config, marker), es.board, batch_sizes
+        metafunc.definition.nodeid, grid_request(metafunc.config, marker), es.knobs, batch_sizes
     )
     slots = live.slots()
     metafunc.parametrize(
@@ -299,7 +301,7 @@ class EnergyFixture:
     and in total, mean/peak watts, sample count and validity.
     """
 
-    def __init__(self, session: EnergySession, nodeid: str) -> None:
+    def __init__(self, session: PluginSession, nodeid: str) -> None:
         self._session = session
         self._nodeid = nodeid
 

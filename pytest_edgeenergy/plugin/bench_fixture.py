@@ -1,5 +1,5 @@
 """What the plugin needs to offer ``edge_bench``: the workload filter, progress lines and
-building the fixture's object (kept by the session, :meth:`.session.EnergySession.edge_bench`).
+building the fixture's object (kept by the session, :meth:`.session.PluginSession.edge_bench`).
 
 Progress: with ``-v`` one line per measured repeat; without it, lines start once a run has
 taken :data:`~pytest_edgeenergy.bench.runner.PROGRESS_AFTER_S` seconds (long runs never

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .records import TestEnergy
+    from ..run.records import TestEnergy
 
 __all__ = ["benchmark_fixture", "fill_at_teardown"]
 
@@ -27,7 +27,7 @@ def benchmark_fixture(request: pytest.FixtureRequest) -> Any | None:
 def fill_at_teardown(benchmark: object, rec: TestEnergy, *, simulated: bool) -> None:
     """After a test's teardown: its report entry's figures into ``benchmark.extra_info``."""
     from ..bench.extra_info import fill, flat_figures
-    from .report_sink import test_entry
+    from ..run.report import test_entry
 
     try:
         entry = test_entry(rec)

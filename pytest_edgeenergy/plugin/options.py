@@ -1,9 +1,12 @@
 """The plugin's options (CLI flags, ini keys, environment variables) and the validated
 settings built from them.
 
-Cheap to import: pytest asks for the options of every run, ``--help`` included. Precedence
-is CLI > environment > ini > default. Every error names where the bad value came from,
-e.g. ``EDGEENERGY_INTERVAL_MS (environment): 'abc' is not a number; allowed: ...``. Every
+The options themselves (names, ranges, defaults, help texts) are described once in
+:mod:`pytest_edgeenergy.options_spec`, which the ``edgeenergy`` command's parsers are built
+from too; this module registers them with pytest and reads them. Cheap to import: pytest
+asks for the options of every run, ``--help`` included. Precedence is CLI > environment >
+ini > default. Every error names where the bad value came from, e.g.
+``EDGEENERGY_INTERVAL_MS (environment): 'abc' is not a number; allowed: ...``. Every
 numeric option has a finite allowed range (``Option.allowed``, read with :func:`checked`),
 shown in its help.
 """
@@ -11,39 +14,76 @@ shown in its help.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 
-from ..board.generations import MODEL_NAMES
 from ..errors import EdgeEnergyError, InvalidValue
-from ..ranges import FloatRange, IntRange, NumberRange, shown
+from ..options_spec import (
+    BATCH_SIZE,
+    CONTROL_OPTIONS,
+    GATE_OPTIONS,
+    GRID_OPTIONS,
+    IDLE_S,
+    INTERVAL_MS,
+    LATENCY_BUDGET_S,
+    LOCK_TIMEOUT_S,
+    OPTIONS,
+    POWER_BUDGET_W,
+    SEARCH_OPTIONS,
+    SEED,
+    SETTLE_S,
+    SIM_LOAD,
+    SIM_MODELS,
+    TRIALS,
+    Option,
+    parse_board,
+    parse_sim_load,
+)
+from ..ranges import NumberRange, shown
+from ..registry import SOURCES_GROUP, builtin_names, names
 
-SIM_MODELS = MODEL_NAMES
-SOURCES = ("auto", "ina", "tegrastats", "jtop", "nvml", "rapl")
+__all__ = [
+    "BATCH_SIZE",
+    "CONTROL_OPTIONS",
+    "GATE_OPTIONS",
+    "GRID_OPTIONS",
+    "IDLE_S",
+    "INTERVAL_MS",
+    "LATENCY_BUDGET_S",
+    "LOCK_TIMEOUT_S",
+    "OPTIONS",
+    "POWER_BUDGET_W",
+    "SEARCH_OPTIONS",
+    "SEED",
+    "SETTLE_S",
+    "SIM_LOAD",
+    "SIM_MODELS",
+    "TRIALS",
+    "ControlSettings",
+    "GateSettings",
+    "Option",
+    "SearchSettings",
+    "Settings",
+    "SettingsError",
+    "Value",
+    "add_gate_options",
+    "add_grid_options",
+    "add_options",
+    "add_search_options",
+    "build",
+    "build_control",
+    "build_gate",
+    "build_search",
+    "checked",
+    "lookup",
+    "yes_no",
+]
 
-# -- allowed ranges of the numeric options (why each bound: NOTES.md, "Bad numbers") -------
-
-INTERVAL_MS = FloatRange(0.1, 1000.0, "ms")
-"""Sampling interval. At most 1 s, the slowest sources' own period (tegrastats, jtop): a
-window must hold 3 intervals to be valid. At least 0.1 ms: the sampler raises any interval
-to the sensor's update period anyway, and a vanishing one overflows its buffer sizing."""
-IDLE_S = FloatRange(0.0, 600.0, "s")
-"""Idle baseline per operating point: 10 min (a grid multiplies it)."""
-SIM_LOAD = FloatRange(0.0, 1.0)
-SETTLE_S = FloatRange(0.0, 600.0, "s")
-"""Wait after pinning: clocks settle in ms, temperatures in minutes; 10 min bounds a sleep."""
-LOCK_TIMEOUT_S = FloatRange(0.0, 86400.0, "s")
-"""Wait for another session on the board: up to a day (a CI queue)."""
-BATCH_SIZE = IntRange(1, 65536)
-TRIALS = IntRange(1, 10000)
-SEED = IntRange(0, 2**32 - 1)
-"""numpy's and optuna's seed range."""
-POWER_BUDGET_W = FloatRange(0.0, 5000.0, "W", above_low=True)
-"""Up to the power readers' plausibility limit (``meters.ina.MAX_PLAUSIBLE_W``)."""
-LATENCY_BUDGET_S = FloatRange(0.0, 86400.0, "s", above_low=True)
+GROUP = "edgeenergy"
 
 
 class SettingsError(EdgeEnergyError, ValueError):
@@ -53,127 +93,37 @@ class SettingsError(EdgeEnergyError, ValueError):
     """
 
 
-@dataclass(frozen=True)
-class Option:
-    """One option known by its CLI flag, ini key and environment variable."""
-
-    flag: str
-    ini: str
-    env: str
-    help: str
-    default: str | None
-    metavar: str = "VALUE"
-    """The value's placeholder in ``--help`` (unused by yes/no flags)."""
-    allowed: NumberRange[Any] | None = None
-    """A number's allowed range (shown in ``--help``); None: not a number."""
-
-    @property
-    def full_help(self) -> str:
-        """The help text, with the allowed range of a number."""
-        if self.allowed is None:
-            return self.help
-        return f"{self.help}; allowed: {self.allowed.describe()}"
-
-
-OPTIONS: dict[str, Option] = {
-    "board": Option(
-        "--edge-board",
-        "edge_board",
-        "EDGEENERGY_BOARD",
-        "board to measure: 'auto' (the machine's own sysfs under --edge-root) or "
-        f"'sim:MODEL' for a virtual board, MODEL one of {', '.join(SIM_MODELS)}",
-        None,
-        metavar="sim:MODEL",
-    ),
-    "sim_load": Option(
-        "--edge-sim-load",
-        "edge_sim_load",
-        "EDGEENERGY_SIM_LOAD",
-        "utilisation of a virtual board made by --edge-board=sim:MODEL: 'host' (follows this "
-        "machine's CPU load) or a fraction 0..1 that pins it (reproducible power on a shared "
-        "machine)",
-        "host",
-        metavar="host|FRACTION",
-    ),
-    "root": Option(
-        "--edge-root",
-        "edge_root",
-        "EDGEENERGY_ROOT",
-        "directory holding the board's tree (/ on a Jetson; a virtual board's directory)",
-        None,
-        metavar="DIR",
-    ),
-    "interval_ms": Option(
-        "--edge-interval-ms",
-        "edge_interval_ms",
-        "EDGEENERGY_INTERVAL_MS",
-        "sampling interval of the power sampler in ms (default 10; never faster than the "
-        "sensor updates)",
-        "10",
-        metavar="MS",
-        allowed=INTERVAL_MS,
-    ),
-    "source": Option(
-        "--edge-source",
-        "edge_source",
-        "EDGEENERGY_SOURCE",
-        f"power source: {', '.join(SOURCES)}",
-        "auto",
-        metavar="NAME",
-    ),
-    "report": Option(
-        "--edge-report",
-        "edge_report",
-        "EDGEENERGY_REPORT",
-        "JSON report path (default: reports/<device>-<time>.json when energy was measured)",
-        None,
-        metavar="PATH",
-    ),
-    "report_overwrite": Option(
-        "--edge-report-overwrite",
-        "edge_report_overwrite",
-        "EDGEENERGY_REPORT_OVERWRITE",
-        "allow --edge-report to replace an existing file (replaced at the first finished test)",
-        None,
-    ),
-    "idle_s": Option(
-        "--edge-idle-s",
-        "edge_idle_s",
-        "EDGEENERGY_IDLE_S",
-        "seconds of idle power measured at the session's operating point (default 2; 0 = none)",
-        "2",
-        metavar="SECONDS",
-        allowed=IDLE_S,
-    ),
-    "only": Option(
-        "--edge-only",
-        "edge_only",
-        "EDGEENERGY_ONLY",
-        "run only the tests whose node ids FILE lists, one per line (blank lines and lines "
-        "starting with # ignored); the others are deselected (edgeenergy ab selects the "
-        "tests that need more rounds with it)",
-        None,
-        metavar="FILE",
-    ),
-}
-
-
-FLAG_OPTIONS = ("report_overwrite",)
-"""Keys of :data:`OPTIONS` that are yes/no flags (``1``/``0`` etc. in env and ini)."""
+def _register(parser: pytest.Parser, table: dict[str, Option], dest: str) -> None:
+    """Register ``table``'s options as flags and ini keys, from their one description:
+    ``dest`` formats each option's destination from its key."""
+    group = parser.getgroup(GROUP)
+    for key, opt in table.items():
+        text = opt.help_text("pytest")
+        flag_help = f"{text} (env {opt.env}, ini {opt.ini})"
+        if opt.kind == "flag":
+            group.addoption(
+                opt.flag, dest=dest.format(key), action="store_true", default=None, help=flag_help
+            )
+        else:
+            group.addoption(
+                opt.flag,
+                dest=dest.format(key),
+                action="append" if opt.kind == "list" else "store",
+                default=None,
+                metavar=opt.metavar,
+                help=flag_help,
+            )
+        ini_help = text.replace("%%", "%") + f" (env {opt.env})"  # ini help is not %-formatted
+        if opt.ini_lines:
+            parser.addini(opt.ini, help=ini_help, default=[], type="linelist")
+        else:
+            parser.addini(opt.ini, help=ini_help, default=None)
 
 
 def add_options(parser: pytest.Parser) -> None:
-    """Register every option as a CLI flag and an ini key sharing one help text."""
-    group = parser.getgroup("edgeenergy", "energy measurement on Jetson boards")
-    for key, opt in OPTIONS.items():
-        dest = f"edge_{opt.ini[5:]}"
-        if key in FLAG_OPTIONS:
-            group.addoption(opt.flag, dest=dest, action="store_true", default=None, help=opt.help)
-        else:
-            group.addoption(
-                opt.flag, dest=dest, default=None, metavar=opt.metavar, help=opt.full_help
-            )
-        parser.addini(opt.ini, help=f"{opt.full_help} (env {opt.env})", default=None)
+    """Register the session's options (board, sampling, report, selection)."""
+    parser.getgroup(GROUP, "energy measurement on Jetson boards")
+    _register(parser, OPTIONS, "edge_{}")
 
 
 @dataclass(frozen=True)
@@ -250,16 +200,8 @@ def checked(v: Value, allowed: NumberRange[N], error: type[SettingsError] = Sett
 
 def build(config: pytest.Config) -> Settings:
     """Read and validate the options; raise :class:`SettingsError` naming the source."""
-    sim_model: str | None = None
     board = _raw(config, "board")
-    if board is not None and board.text != "auto":
-        kind, _, model = board.text.partition(":")
-        if kind != "sim" or model not in SIM_MODELS:
-            raise SettingsError(
-                f"{board.origin}: {board.text!r} is not a board; use 'auto' or 'sim:MODEL' "
-                f"with MODEL one of {', '.join(SIM_MODELS)}"
-            )
-        sim_model = model
+    sim_model = parsed(board, parse_board) if board is not None else None
     root_v = _raw(config, "root")
     root = Path(root_v.text) if root_v is not None else None
     if root is not None and not root.is_dir():
@@ -272,13 +214,11 @@ def build(config: pytest.Config) -> Settings:
         )
     interval = _raw(config, "interval_ms")
     assert interval is not None
-    sim_load = _sim_load(_raw(config, "sim_load"))
+    load = _raw(config, "sim_load")
+    sim_load = parsed(load, parse_sim_load) if load is not None else None
     source = _raw(config, "source")
     assert source is not None
-    if source.text not in SOURCES:
-        raise SettingsError(
-            f"{source.origin}: {source.text!r} is not a source; use one of {', '.join(SOURCES)}"
-        )
+    _check_source(source)
     report_v = _raw(config, "report")
     overwrite_v = _raw(config, "report_overwrite")
     overwrite = yes_no(overwrite_v) if overwrite_v is not None else False
@@ -303,14 +243,26 @@ def build(config: pytest.Config) -> Settings:
     )
 
 
-def _sim_load(v: Value | None) -> float | None:
-    if v is None or v.text == "host":
-        return None
+T = TypeVar("T")
+
+
+def parsed(v: Value, parse: Callable[[str], T]) -> T:
+    """``parse(v.text)``, its :class:`~..errors.InvalidValue` a :class:`SettingsError`
+    naming where the value came from."""
     try:
-        return SIM_LOAD.parse(v.text)
-    except InvalidValue:
-        problem = f"{shown(v.text)} is not 'host' nor a fraction 0..1"
-        raise SettingsError(f"{v.origin}: {problem}") from None
+        return parse(v.text)
+    except InvalidValue as e:
+        raise SettingsError(f"{v.origin}: {e}") from None
+
+
+def _check_source(v: Value) -> None:
+    """A registered source (the built-ins are checked without scanning installed packages:
+    this runs in every session)."""
+    if v.text in builtin_names(SOURCES_GROUP) or v.text in names(SOURCES_GROUP):
+        return
+    raise SettingsError(
+        f"{v.origin}: {v.text!r} is not a source; use one of {', '.join(names(SOURCES_GROUP))}"
+    )
 
 
 def only_file(config: pytest.Config) -> Value | None:
@@ -320,107 +272,9 @@ def only_file(config: pytest.Config) -> Value | None:
 
 # -- the grid: operating-point dimensions and batch sizes ---------------------------------
 
-GRID_OPTIONS: dict[str, Option] = {
-    "power_mode": Option(
-        "--power-mode",
-        "edge_power_mode",
-        "EDGEENERGY_POWER_MODE",
-        "nvpmodel power mode(s) by name (any case), ID or role (max = MAXN, min, default: "
-        "the same on every board), comma-separated",
-        None,
-        metavar="MODES",
-    ),
-    "cpu_freq": Option(
-        "--cpu-freq",
-        "edge_cpu_freq",
-        "EDGEENERGY_CPU_FREQ",
-        "CPU frequencies: values with Hz/kHz/MHz/GHz, or min, max, all, dvfs",
-        None,
-        metavar="FREQS",
-    ),
-    "gpu_freq": Option(
-        "--gpu-freq",
-        "edge_gpu_freq",
-        "EDGEENERGY_GPU_FREQ",
-        "GPU frequencies: values with Hz/kHz/MHz/GHz, or min, max, all, dvfs",
-        None,
-        metavar="FREQS",
-    ),
-    "emc_freq": Option(
-        "--emc-freq",
-        "edge_emc_freq",
-        "EDGEENERGY_EMC_FREQ",
-        "memory (EMC) frequencies: values with units, or min, max, dvfs",
-        None,
-        metavar="FREQS",
-    ),
-    "cpu_cores": Option(
-        "--cpu-cores",
-        "edge_cpu_cores",
-        "EDGEENERGY_CPU_CORES",
-        "numbers of online CPU cores, or all",
-        None,
-        metavar="N",
-    ),
-    "governor": Option(
-        "--governor",
-        "edge_governor",
-        "EDGEENERGY_GOVERNOR",
-        "CPU frequency governor(s), e.g. schedutil, performance",
-        None,
-        metavar="NAMES",
-    ),
-    "batch_size": Option(
-        "--batch-size",
-        "edge_batch_size",
-        "EDGEENERGY_BATCH_SIZE",
-        "batch sizes for tests using the batch_size fixture, comma-separated (default 8)",
-        None,
-        metavar="SIZES",
-        allowed=BATCH_SIZE,
-    ),
-}
-
-CONTROL_OPTIONS: dict[str, Option] = {
-    "dry_run": Option(
-        "--edge-dry-run",
-        "edge_dry_run",
-        "EDGEENERGY_DRY_RUN",
-        "print every write to the board's knob files that would be made, make none",
-        None,
-    ),
-    "force_mode": Option(
-        "--edge-force-mode",
-        "edge_force_mode",
-        "EDGEENERGY_FORCE_MODE",
-        "allow power modes that change GPU power gating (the board REBOOTS to apply them)",
-        None,
-    ),
-    "settle_s": Option(
-        "--edge-settle-s",
-        "edge_settle_s",
-        "EDGEENERGY_SETTLE_S",
-        "seconds to wait after pinning an operating point (default 0.5 on a board, 0 virtual)",
-        None,
-        metavar="SECONDS",
-        allowed=SETTLE_S,
-    ),
-    "lock_timeout_s": Option(
-        "--edge-lock-timeout",
-        "edge_lock_timeout",
-        "EDGEENERGY_LOCK_TIMEOUT",
-        "seconds to wait for another session measuring or pinning the same board to end "
-        "(default 300; 0 = refuse at once)",
-        "300",
-        metavar="SECONDS",
-        allowed=LOCK_TIMEOUT_S,
-    ),
-}
-
 POINT_DIMENSIONS = ("power_mode", "cpu_freq", "gpu_freq", "emc_freq", "cpu_cores", "governor")
 """The grid options that name an operating point (all but ``batch_size``)."""
 
-VALUED_CONTROL_OPTIONS = ("settle_s", "lock_timeout_s")
 DEFAULT_LOCK_TIMEOUT_S = 300.0
 
 DEFAULT_BATCH_SIZES = (8,)
@@ -428,31 +282,8 @@ DEFAULT_BATCH_SIZES = (8,)
 
 def add_grid_options(parser: pytest.Parser) -> None:
     """Register the grid and control options (CLI flags, ini keys)."""
-    group = parser.getgroup("edgeenergy")
-    for key, opt in GRID_OPTIONS.items():
-        group.addoption(
-            opt.flag,
-            dest=f"edge_grid_{key}",
-            action="append",
-            default=None,
-            metavar=opt.metavar,
-            help=f"{opt.full_help} (env {opt.env}, ini {opt.ini})",
-        )
-        parser.addini(opt.ini, help=f"{opt.full_help} (env {opt.env})", default=None)
-    for key, opt in CONTROL_OPTIONS.items():
-        if key in VALUED_CONTROL_OPTIONS:
-            group.addoption(
-                opt.flag,
-                dest=f"edge_ctl_{key}",
-                default=None,
-                metavar=opt.metavar,
-                help=opt.full_help,
-            )
-        else:
-            group.addoption(
-                opt.flag, dest=f"edge_ctl_{key}", action="store_true", default=None, help=opt.help
-            )
-        parser.addini(opt.ini, help=f"{opt.full_help} (env {opt.env})", default=None)
+    _register(parser, GRID_OPTIONS, "edge_grid_{}")
+    _register(parser, CONTROL_OPTIONS, "edge_ctl_{}")
 
 
 def grid_value(config: pytest.Config, key: str, marker_value: object | None = None) -> Value | None:
@@ -536,44 +367,6 @@ def build_control(config: pytest.Config) -> ControlSettings:
 
 # -- the regression gate -------------------------------------------------------------------
 
-GATE_OPTIONS: dict[str, Option] = {
-    "baseline": Option(
-        "--edge-baseline",
-        "edge_baseline",
-        "EDGEENERGY_BASELINE",
-        "baseline report file, or a directory of reports (the newest runs of this device "
-        "are used, judged by their run-to-run spread; a missing or empty directory is 'no "
-        "baseline yet')",
-        None,
-        metavar="PATH",
-    ),
-    "fail": Option(
-        "--edge-fail",
-        "edge_fail",
-        "EDGEENERGY_FAIL",
-        "fail when METRIC:STAT:THRESHOLD regresses significantly against the baseline, e.g. "
-        "energy_per_item:mean:5%% or latency_p90:median:2ms (repeatable)",
-        None,
-        metavar="EXPR",
-    ),
-    "save_baseline": Option(
-        "--edge-save-baseline",
-        "edge_save_baseline",
-        "EDGEENERGY_SAVE_BASELINE",
-        "after the run, store its report as a baseline in this directory (created if missing)",
-        None,
-        metavar="DIR",
-    ),
-    "fail_insufficient": Option(
-        "--edge-fail-insufficient",
-        "edge_fail_insufficient",
-        "EDGEENERGY_FAIL_INSUFFICIENT",
-        "strict gate: a result too thinly measured to judge ('insufficient': too few repeats "
-        "or runs, or a failed or invalid result on either side) fails it too",
-        None,
-    ),
-}
-
 
 @dataclass(frozen=True)
 class GateSettings:
@@ -586,29 +379,7 @@ class GateSettings:
 
 
 def add_gate_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("edgeenergy")
-    for key, opt in GATE_OPTIONS.items():
-        help_text = f"{opt.help} (env {opt.env}, ini {opt.ini})"
-        if key == "fail_insufficient":
-            group.addoption(
-                opt.flag, dest=f"edge_gate_{key}", action="store_true", default=None, help=help_text
-            )
-            parser.addini(opt.ini, help=opt.help, default=None)
-            continue
-        action = "append" if key == "fail" else "store"
-        group.addoption(
-            opt.flag,
-            dest=f"edge_gate_{key}",
-            action=action,
-            default=None,
-            metavar=opt.metavar,
-            help=help_text,
-        )
-        ini_help = opt.help.replace("%%", "%")  # argparse formats %% in --help, ini help not
-        if key == "fail":
-            parser.addini(opt.ini, help=ini_help, default=[], type="linelist")
-        else:
-            parser.addini(opt.ini, help=ini_help, default=None)
+    _register(parser, GATE_OPTIONS, "edge_gate_{}")
 
 
 def build_gate(config: pytest.Config) -> GateSettings:
@@ -632,82 +403,6 @@ def build_gate(config: pytest.Config) -> GateSettings:
 
 # -- the operating-point search ------------------------------------------------------------
 
-SEARCH_OPTIONS: dict[str, Option] = {
-    "strategy": Option(
-        "--edge-search",
-        "edge_search",
-        "EDGEENERGY_SEARCH",
-        "search the grid options' values (each may say all) for the best operating point "
-        "with this strategy: grid, random, binary, optuna, auto; tests taking operating_point "
-        "become a dvfs reference and trial0..trialN-1",
-        None,
-        metavar="STRATEGY",
-    ),
-    "objective": Option(
-        "--edge-objective",
-        "edge_objective",
-        "EDGEENERGY_OBJECTIVE",
-        "what --edge-search minimises: min-energy (J per item), min-time, min-edp, pareto "
-        "(default min-energy)",
-        "min-energy",
-        metavar="OBJ",
-    ),
-    "trials": Option(
-        "--edge-trials",
-        "edge_trials",
-        "EDGEENERGY_TRIALS",
-        "points --edge-search profiles per test (the dvfs reference not counted)",
-        None,
-        metavar="N",
-        allowed=TRIALS,
-    ),
-    "power_budget_w": Option(
-        "--edge-power-budget-w",
-        "edge_power_budget_w",
-        "EDGEENERGY_POWER_BUDGET_W",
-        "--edge-search: mean power a point may draw",
-        None,
-        metavar="W",
-        allowed=POWER_BUDGET_W,
-    ),
-    "latency_budget_s": Option(
-        "--edge-latency-budget-s",
-        "edge_latency_budget_s",
-        "EDGEENERGY_LATENCY_BUDGET_S",
-        "--edge-search: time per item (per test window without items) a point may take",
-        None,
-        metavar="S",
-        allowed=LATENCY_BUDGET_S,
-    ),
-    "seed": Option(
-        "--edge-seed",
-        "edge_seed",
-        "EDGEENERGY_SEED",
-        "--edge-search: seed of the random, optuna and auto strategies (default 0)",
-        "0",
-        metavar="K",
-        allowed=SEED,
-    ),
-    "resume": Option(
-        "--edge-search-resume",
-        "edge_search_resume",
-        "EDGEENERGY_SEARCH_RESUME",
-        "--edge-search: continue the searches of this report (same strategy, objective, "
-        "budgets and seed); its trials count towards --edge-trials",
-        None,
-        metavar="REPORT",
-    ),
-    "prior": Option(
-        "--edge-prior",
-        "edge_prior",
-        "EDGEENERGY_PRIOR",
-        "--edge-search=auto: seed its model with the profiles of this report (the same "
-        "test's search or runs, else every search's) or CSV table (another workload or board)",
-        None,
-        metavar="REPORT_OR_CSV",
-    ),
-}
-
 
 @dataclass(frozen=True)
 class SearchSettings:
@@ -725,16 +420,7 @@ class SearchSettings:
 
 
 def add_search_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("edgeenergy")
-    for key, opt in SEARCH_OPTIONS.items():
-        group.addoption(
-            opt.flag,
-            dest=f"edge_search_{key}",
-            default=None,
-            metavar=opt.metavar,
-            help=f"{opt.full_help} (env {opt.env}, ini {opt.ini})",
-        )
-        parser.addini(opt.ini, help=f"{opt.full_help} (env {opt.env})", default=None)
+    _register(parser, SEARCH_OPTIONS, "edge_search_{}")
 
 
 def _search_value(config: pytest.Config, key: str) -> Value | None:
@@ -753,12 +439,12 @@ def build_search(config: pytest.Config) -> SearchSettings | None:
             raise SettingsError(f"{opt.flag} is an option of --edge-search=STRATEGY: give both")
         return None
     from ..search.objective import OBJECTIVES
-    from ..search.strategy import STRATEGIES
+    from ..search.strategy import strategy_names
 
-    if strategy.text not in STRATEGIES:
+    if strategy.text not in strategy_names():
         raise SettingsError(
             f"{strategy.origin}: unknown strategy {strategy.text!r}; allowed: "
-            f"{', '.join(STRATEGIES)}"
+            f"{', '.join(strategy_names())}"
         )
     objective = _search_value(config, "objective") or Value("min-energy", "default")
     if objective.text not in OBJECTIVES:
@@ -797,3 +483,11 @@ def build_search(config: pytest.Config) -> SearchSettings | None:
         resume=resume,
         prior=prior,
     )
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """``SOURCES``: the registered source names (for callers written before the registry;
+    new code uses ``meters.factory.source_names`` or ``options_spec.add_arguments``)."""
+    if name == "SOURCES":
+        return names(SOURCES_GROUP)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,13 +1,14 @@
-"""Operating points inside a pytest run: the grid asked for, test order, what was pinned.
+"""Operating points inside a pytest run: the grid asked for and the test order.
 
-Functions of what they are given (the config, a board, a control session, the items); the
-session (:class:`.session.EnergySession`) keeps what they return. The work is done by
-:mod:`pytest_edgeenergy.control` (validation, apply, verify, restore).
+Functions of what they are given (the config, the run layer's session, a control session,
+the items); the plugin's session (:class:`.session.PluginSession`) keeps what they return.
+The work is done by :mod:`pytest_edgeenergy.run` and :mod:`pytest_edgeenergy.control`
+(validation, apply, verify, restore); errors become usage errors here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,10 +17,9 @@ from . import options
 from .options import POINT_DIMENSIONS
 
 if TYPE_CHECKING:
-    from ..board.detect import Board
-    from ..control.knobset import KnobSet
-    from ..control.operating_point import ApplyResult, OperatingPoint
+    from ..control.operating_point import OperatingPoint
     from ..control.state import Session as ControlSession
+    from ..run.session import EnergySession
 
 GridRequest = tuple[dict[str, list[str]], dict[str, str]]
 """The values asked for per dimension, and where each came from."""
@@ -38,16 +38,15 @@ def grid_request(config: pytest.Config, marker: dict[str, object]) -> GridReques
     return values, sources
 
 
-def expand_points(request: GridRequest, board: Board, *, force: bool) -> list[OperatingPoint]:
-    """The validated operating points of ``request`` on ``board``; a bad value is a usage
-    error naming where it came from and what the board offers."""
-    from ..control.errors import ControlError
-    from ..control.grid import expand
+def expand_points(request: GridRequest, session: EnergySession) -> list[OperatingPoint]:
+    """The validated operating points of ``request`` on ``session``'s board; a bad value is
+    a usage error naming where it came from and what the board offers."""
+    from ..run.errors import PointError
 
     values, sources = request
     try:
-        return expand(values, board, sources=sources, force=force)
-    except (ControlError, OSError, ValueError) as e:
+        return session.points(values, sources)
+    except PointError as e:
         raise pytest.UsageError(str(e)) from None
 
 
@@ -107,19 +106,3 @@ def check_privileges(control: ControlSession, walk: list[OperatingPoint]) -> Non
         control.check_privileges(list(dict.fromkeys(walk)))
     except ControlError as e:
         raise pytest.UsageError(str(e)) from None
-
-
-def pinned_info(point: OperatingPoint, result: ApplyResult, knobs: KnobSet) -> dict[str, Any]:
-    """What the report records of a pinned point: requested and read-back values, whether
-    it verified (drift is filled in after the test)."""
-    from ..control.operating_point import read_back
-
-    return {
-        "id": point.id,
-        "requested": point.to_json(),
-        "read_back": read_back(knobs),
-        "verified": result.ok,
-        "mismatches": [str(m) for m in result.mismatches],
-        "dry_run": result.dry_run,
-        "drift": [],
-    }

@@ -1,50 +1,37 @@
-"""The operating-point search inside a pytest run (``--edge-search``).
+"""The operating-point search inside a pytest run (``--edge-search``): the pytest side.
 
 A test taking ``operating_point`` is parametrized ``dvfs`` (the reference, nothing pinned)
-then ``trial0..trialN-1``. When trial k's ``operating_point`` fixture starts, the strategy
-proposes its point from every earlier result of the same test (tests run in order), the
-point is pinned through the session's usual path (board safety, read-back, verification,
-restore), and at the fixture's teardown the test's measured windows become the trial:
-``edge_bench`` runs give time and energy per item, ``energy`` windows per window of work.
-Imported only when ``--edge-search`` is given (the search package with it).
+then ``trial0..trialN-1``. When trial k's ``operating_point`` fixture starts, the search
+(:class:`pytest_edgeenergy.run.search.SessionSearch`, pytest-free) proposes its point from
+every earlier result of the same test (tests run in order) and pins it through the session;
+at the fixture's teardown the test's measured windows become the trial: ``edge_bench`` runs
+give time and energy per item, ``energy`` windows per window of work. This module adds the
+parametrization slots, the search's key of a test item, the terminal summary, and turns the
+search's typed errors into usage errors and skips. Imported only when ``--edge-search`` is
+given (the search package with it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
-from ..bench.scenarios import ALLOWED_MISS_FRACTION, Scenario
-from ..errors import EdgeEnergyError
-from ..search.driver import Search
-from ..search.objective import Objective
-from ..search.space import Knobs, Space
-from ..search.strategies import make_strategy
-from ..search.strategy import rank
-from ..search.trial import Trial
+from ..bench.scenarios import Scenario
+from ..run.errors import PointError, SearchSetupError, TrialSkipped
+from ..run.search import SessionSearch, function_id
 from .options import SearchSettings
 
 if TYPE_CHECKING:
-    from ..board.detect import Board
-    from ..control.operating_point import OperatingPoint, Resolver
+    from ..control.knobset import KnobSet
+    from ..control.operating_point import OperatingPoint
     from .pinning import GridRequest
-    from .records import TestEnergy
-    from .session import EnergySession
+    from .session import PluginSession
 
-KNOB_OF_FIELD = {
-    "power_mode": "power_mode",
-    "cpu_cores": "cpu_cores",
-    "cpu_freq_hz": "cpu_freq_hz",
-    "gpu_freq_hz": "gpu_freq_hz",
-    "emc_freq_hz": "emc_freq_hz",
-}
-"""Operating-point fields a search varies (named as the search's knobs); ``governor`` can
-only be held at one value."""
+__all__ = ["LiveSearch", "Slot", "search_key"]
 
 
 @dataclass(frozen=True)
@@ -56,29 +43,6 @@ class Slot:
     @property
     def id(self) -> str:
         return "dvfs" if self.index is None else f"trial{self.index}"
-
-
-@dataclass
-class TestSearch:
-    """The search of one test (one function and its other parameters)."""
-
-    key: str
-    search: Search
-    fixed: dict[str, Any]
-    """Operating-point fields every trial pins alike (e.g. a single governor)."""
-    resumed: int = 0
-    """Trials taken over from ``--edge-search-resume``'s report."""
-    reference: Trial | None = None
-    reference_resumed: bool = False
-    extras: dict[int, dict[str, Any]] = field(default_factory=dict)
-    batch_size: int | None = None
-    """The batch size of the slot running now (batch size searched: the proposal's, the
-    first listed for the dvfs reference)."""
-
-
-def function_id(nodeid: str) -> str:
-    """The test function of a node id (``file.py::Class::test_f[params]`` without params)."""
-    return nodeid.partition("[")[0]
 
 
 def search_key(item: pytest.Item) -> str:
@@ -96,74 +60,15 @@ def search_key(item: pytest.Item) -> str:
 
 
 class LiveSearch:
-    """Every search of a pytest run; see the module docstring."""
+    """Every search of a pytest run (see the module docstring): a pytest adapter over
+    :class:`~pytest_edgeenergy.run.search.SessionSearch` (``engine``)."""
 
     def __init__(
         self, settings: SearchSettings, *, force: bool = False, scenario: Scenario | None = None
     ) -> None:
-        """``scenario`` (``--edge-scenario``) with a deadline: the latency budget (given,
-        else the scenario's deadline) bounds each query's latency, not the time per item,
-        and a trial missing it (:func:`deadline_verdict`) is infeasible."""
+        """Raises the search's setup errors (the caller makes them usage errors)."""
         self.settings = settings
-        self.force = force
-        self.scenario = scenario if scenario is not None and not scenario.offline else None
-        self.deadline_s: float | None = None
-        latency_budget_s = settings.latency_budget_s
-        if self.scenario is not None:
-            self.deadline_s = latency_budget_s or self.scenario.deadline_s
-            latency_budget_s = None
-        self.objective = Objective(settings.objective, settings.power_budget_w, latency_budget_s)
-        self._spaces: dict[
-            tuple[tuple[tuple[str, str], ...], tuple[int, ...]], tuple[Space, dict[str, Any]]
-        ] = {}
-        self._batch_sizes_of: dict[str, tuple[int, ...]] = {}
-        self._space_of: dict[str, tuple[Space, dict[str, Any]]] = {}
-        self._prior_of: dict[str, tuple[Trial, ...]] = {}
-        self.searches: dict[str, TestSearch] = {}
-        self.notes: list[str] = []
-        """How search mode read the grid options (``all`` where the grid means one value)."""
-        self._resumed: dict[str, Mapping[str, Any]] = (
-            self._read_resume() if settings.resume is not None else {}
-        )
-
-    # -- set-up ------------------------------------------------------------------------
-
-    def _read_resume(self) -> dict[str, Mapping[str, Any]]:
-        from ..report.load import load_report
-
-        path = self.settings.resume
-        assert path is not None
-        report = load_report(path)
-        entries = report.get("search") or []
-        if not entries:
-            raise EdgeEnergyError(
-                f"--edge-search-resume {path}: the report holds no search (it was not made "
-                "with --edge-search)"
-            )
-        wanted = self._config_json()
-        out: dict[str, Mapping[str, Any]] = {}
-        for entry in entries:
-            theirs = {k: entry.get(k) for k in wanted}
-            if theirs != wanted:
-                raise EdgeEnergyError(
-                    f"--edge-search-resume {path}: {entry['test']} was searched with "
-                    f"{_config_text(theirs)}, this run asks {_config_text(wanted)}; resume "
-                    "with the same options"
-                )
-            out[entry["test"]] = entry
-        return out
-
-    def _config_json(self) -> dict[str, Any]:
-        s = self.settings
-        return {
-            "strategy": s.strategy,
-            "objective": s.objective,
-            "power_budget_w": s.power_budget_w,
-            "latency_budget_s": self.objective.latency_budget_s,
-            "seed": s.seed,
-            "scenario": self.scenario.name if self.scenario is not None else None,
-            "deadline_s": self.deadline_s,
-        }
+        self.engine = SessionSearch(settings, force=force, scenario=scenario)
 
     def slots(self) -> list[Slot]:
         return [Slot(None)] + [Slot(k) for k in range(self.settings.trials)]
@@ -172,291 +77,60 @@ class LiveSearch:
         self,
         function: str,
         request: GridRequest,
-        board: Board,
+        knobs: KnobSet,
         batch_sizes: Sequence[int] = (),
     ) -> None:
-        """Build and check the search space of one test function from its grid request
-        and, when it takes ``batch_size`` and several are given, its batch sizes (usage
-        error when it has nothing to search or the strategy cannot serve it)."""
-        key = tuple(sorted((k, v[0]) for k, v in request[0].items()))
-        sizes = tuple(batch_sizes) if len(batch_sizes) > 1 else ()
-        cached = self._spaces.get((key, sizes))
-        if cached is None:
-            cached = self._spaces[(key, sizes)] = self._build_space(request, board, sizes)
-        self._space_of[function] = cached
-        if sizes:
-            self._batch_sizes_of[function] = sizes
-        if self.settings.prior is not None:  # "" (session start): the whole file, checked early
-            prior = self._prior_of[function] = read_prior(self.settings.prior, function)
-            if not function and sizes:
-                return  # whether a test searches batch sizes is known at collection
-            try:
-                make_strategy(
-                    self.settings.strategy,
-                    cached[0],
-                    self.objective,
-                    seed=self.settings.seed,
-                    prior=prior,
-                )
-            except EdgeEnergyError as e:
-                raise pytest.UsageError(f"--edge-prior {self.settings.prior}: {e}") from None
-
-    def _build_space(
-        self, request: GridRequest, board: Board, batch_sizes: tuple[int, ...]
-    ) -> tuple[Space, dict[str, Any]]:
-        from . import pinning
-
-        values, sources = request
-        if not values and not batch_sizes:
-            raise pytest.UsageError(
-                "--edge-search has nothing to search: give grid options with several values "
-                "or all, e.g. --gpu-freq=all --cpu-freq=min,max"
-            )
-        values, notes = search_values(values, sources, board, force=self.force)
-        for note in notes:
-            if note not in self.notes:
-                self.notes.append(note)
-        points = pinning.expand_points((values, sources), board, force=self.force)
-        by_field: dict[str, list[Any]] = {}
-        for point in points:
-            for name in (*KNOB_OF_FIELD, "governor"):
-                seen = by_field.setdefault(name, [])
-                value = getattr(point, name)
-                if value not in seen:
-                    seen.append(value)
-        fixed: dict[str, Any] = {}
-        dims: dict[str, list[Any]] = {}
-        for name, seen in by_field.items():
-            if seen == [None]:
-                continue
-            if None in seen:
-                raise pytest.UsageError(
-                    f"--edge-search: {_option_of(name, sources)} mixes dvfs with values; the "
-                    "dvfs reference is profiled anyway, leave dvfs out of a searched dimension"
-                )
-            if name == "governor":
-                if len(seen) > 1:
-                    raise pytest.UsageError(
-                        f"--edge-search: {_option_of(name, sources)} lists "
-                        f"{', '.join(map(str, seen))}; a governor is not searched, give one"
-                    )
-                fixed[name] = seen[0]
-                continue
-            dims[KNOB_OF_FIELD[name]] = seen
-        if batch_sizes:
-            dims["batch_size"] = list(batch_sizes)
-        if not any(len(v) > 1 for v in dims.values()):
-            given = ", ".join(f"{_option_of(k, sources)} {values[k][0]}" for k in values)
-            raise pytest.UsageError(
-                f"--edge-search: {given} make a single point, nothing to search; give a "
-                "dimension several values or all (e.g. --gpu-freq=all)"
-            )
-        space = Space.from_values(dims)
+        """Build and check the search space of one test function (usage error when it has
+        nothing to search or the strategy cannot serve it)."""
         try:
-            make_strategy(self.settings.strategy, space, self.objective, seed=self.settings.seed)
-        except EdgeEnergyError as e:
-            raise pytest.UsageError(f"--edge-search={self.settings.strategy}: {e}") from None
-        return space, fixed
+            self.engine.prepare(function, request, knobs, batch_sizes)
+        except (SearchSetupError, PointError) as e:
+            raise pytest.UsageError(str(e)) from None
 
     def check_idle(self, idle_w: float | None) -> None:
-        """A power budget under the board's idle power cannot be met by any point."""
-        budget = self.objective.power_budget_w
-        if budget is not None and idle_w is not None and budget <= idle_w:
-            raise pytest.UsageError(
-                f"--edge-power-budget-w {budget:g}: the board draws {idle_w:.3g} W idle, so "
-                "no operating point can meet it; allowed: a budget above the idle power"
-            )
-
-    # -- trials ------------------------------------------------------------------------
-
-    def _search_of(self, item: pytest.Item) -> TestSearch:
-        key = search_key(item)
-        found = self.searches.get(key)
-        if found is not None:
-            return found
-        space, fixed = self._space_of[function_id(item.nodeid)]
-        resumed = self._resumed.get(key)
-        history = [Trial.from_json(t) for t in resumed["trials"]] if resumed else []
-        strategy = make_strategy(
-            self.settings.strategy,
-            space,
-            self.objective,
-            seed=self.settings.seed,
-            prior=self._prior_of.get(function_id(item.nodeid), ()),
-            trials=self.settings.trials,
-        )
-        ts = TestSearch(key, Search(space, self.objective, strategy, history), fixed)
-        ts.resumed = len(history)
-        if resumed and resumed.get("reference"):
-            ref = resumed["reference"]
-            ts.reference = Trial.from_json({"knobs": {}, **ref})
-            ts.reference_resumed = True
-        self.searches[key] = ts
-        return ts
+        """A power budget under the board's idle power cannot be met: a usage error."""
+        try:
+            self.engine.check_idle(idle_w)
+        except SearchSetupError as e:
+            raise pytest.UsageError(str(e)) from None
 
     @contextmanager
     def trial(
-        self, es: EnergySession, request: pytest.FixtureRequest, slot: Slot
+        self, es: PluginSession, request: pytest.FixtureRequest, slot: Slot
     ) -> Iterator[OperatingPoint]:
-        """Propose, pin and (at teardown) record one trial of the requesting test."""
-        from ..control.operating_point import DVFS, OperatingPoint
-
+        """Propose, pin and (at teardown) record one trial of the requesting test; a slot
+        that runs nothing is skipped, saying why."""
         item = request.node
-        ts = self._search_of(item)
-        source = self.settings.resume
-        if slot.index is None:
-            if ts.reference_resumed:
-                pytest.skip(f"dvfs reference taken over from {source}")
-            knobs: Knobs = {}
-            point = DVFS
-            sizes = self._batch_sizes_of.get(function_id(item.nodeid))
-            ts.batch_size = sizes[0] if sizes else None
-        else:
-            if slot.index < ts.resumed:
-                pytest.skip(f"{slot.id} taken over from {source}")
-            proposed = ts.search.propose()
-            if proposed is None:
-                pytest.skip(
-                    f"{slot.id}: strategy {ts.search.strategy.name} has nothing left to try "
-                    f"(space of {ts.search.space.size()} points)"
-                )
-            knobs = proposed
-            size = knobs.get("batch_size")
-            ts.batch_size = size if isinstance(size, int) else None
-            fields: dict[str, Any] = {f: knobs[k] for f, k in KNOB_OF_FIELD.items() if k in knobs}
-            point = OperatingPoint(**fields, **ts.fixed)
         nodeid = item.nodeid
-        rec = es.record(nodeid)
-        rec.extra["search"] = {
-            "trial": slot.index,
-            "strategy": ts.search.strategy.name,
-            "objective": self.describe(),
-            "knobs": dict(knobs),
-        }
-        if ts.batch_size is not None:
-            rec.extra["search"]["batch_size"] = ts.batch_size
         with ExitStack() as stack:
             try:
-                pinned = stack.enter_context(es.pinned(nodeid, point))
-            except pytest.fail.Exception as e:
-                # A point the board refuses is a failed trial, not a crash of the search.
-                why = f"operating point {point.id} could not be pinned: {_msg(e)}"
-                self._finish(es, ts, slot, knobs, rec, failed=why)
-                pytest.skip(f"{slot.id}: {why} (recorded as a failed trial)")
-            yield pinned
-        self._finish(es, ts, slot, knobs, rec, failed=None)
+                point = stack.enter_context(
+                    self.engine.trial(
+                        es.engine,
+                        nodeid,
+                        search_key(item),
+                        slot.index,
+                        bench_results=lambda: es.bench_results_of(nodeid),
+                    )
+                )
+            except TrialSkipped as e:
+                pytest.skip(e.reason)
+            yield point
 
     def batch_size_of(self, item: pytest.Item) -> int:
         """The batch size the running slot of ``item``'s search uses (its operating point
         set up first)."""
-        ts = self._search_of(item)
-        if ts.batch_size is None:
+        size = self.engine.batch_size(search_key(item), function_id(item.nodeid))
+        if size is None:
             raise pytest.UsageError(
                 f"{item.nodeid}: batch_size is not a dimension of this search; give "
                 "--batch-size several values"
             )
-        return ts.batch_size
-
-    def _finish(
-        self,
-        es: EnergySession,
-        ts: TestSearch,
-        slot: Slot,
-        knobs: Knobs,
-        rec: TestEnergy,
-        *,
-        failed: str | None,
-    ) -> None:
-        trial = (
-            Trial(knobs=dict(knobs), failed=failed)
-            if failed is not None
-            else measured_trial(
-                knobs, rec, es.bench_results_of(rec.nodeid), deadline_s=self.deadline_s
-            )
-        )
-        if slot.index is None:
-            ts.reference = trial
-        else:
-            ts.search.record(trial)
-        entry = rec.extra["search"]
-        entry.update(trial.to_json())
-        entry["knobs"] = dict(knobs)
-        if trial.ok:
-            assert trial.time_s is not None and trial.power_w is not None
-            entry["value"] = self.objective.value(trial.time_s, trial.power_w)
-            entry["feasible"] = rank(trial, self.objective)[0] == 0
-        es.update_report(search=self.report_section())
-
-    # -- results -----------------------------------------------------------------------
-
-    def describe(self) -> str:
-        """The objective and budgets, with the scenario's deadline per query."""
-        text = self.objective.describe()
-        if self.scenario is not None:
-            text += f", scenario {self.scenario.name}"
-            if self.deadline_s is not None:
-                text += f" with every query's latency <= {self.deadline_s:g} s (p99)"
-        return text
-
-    def report_section(self) -> list[dict[str, Any]]:
-        """The report's ``search`` section: one entry per searched test."""
-        out = []
-        for ts in self.searches.values():
-            result = ts.search.result()
-            entry: dict[str, Any] = {"test": ts.key, **result.to_json()}
-            entry.update(
-                seed=self.settings.seed,
-                trials_asked=self.settings.trials,
-                resumed=ts.resumed,
-                reference=_trial_json(ts.reference),
-                saving=saving(result.best, ts.reference),
-                space={d.name: list(d.values) for d in ts.search.space.dims},
-                notes=list(self.notes),
-                prior=self._prior_json(ts.key),
-            )
-            if self.scenario is not None:
-                entry.update(scenario=self.scenario.name, deadline_s=self.deadline_s)
-            out.append(entry)
-        return out
-
-    def _prior_json(self, key: str) -> dict[str, Any] | None:
-        prior = self._prior_of.get(function_id(key))
-        if self.settings.prior is None or prior is None:
-            return None
-        return {"path": str(self.settings.prior), "profiles": sum(t.ok for t in prior)}
+        return size
 
     def summary_lines(self) -> list[str]:
         """The terminal summary: each search's trials, best point, saving, front."""
-        lines: list[str] = [f"note: {n}" for n in self.notes] if self.searches else []
-        for ts in self.searches.values():
-            result = ts.search.result()
-            lines.append(
-                f"{ts.key}: strategy {result.strategy}, objective "
-                f"{self.describe()}, {result.profiles} points profiled"
-                + (f" ({ts.resumed} resumed)" if ts.resumed else "")
-            )
-            prior = self._prior_json(ts.key)
-            if prior is not None:
-                lines.append(f"  prior: {prior['profiles']} profiles of {prior['path']}")
-            if ts.reference is not None:
-                lines.append(f"  {'dvfs':8} {'(reference)':48} {_figures(ts.reference)}")
-            for i, t in enumerate(result.trials):
-                lines.append(f"  {'trial' + str(i):8} {_knobs_text(t.knobs):48} {_figures(t)}")
-            best = result.best
-            if best is None:
-                lines.append("  best: no profiled point met the objective's budgets")
-            else:
-                lines.append(f"  best: {_knobs_text(best.knobs)}: {_figures(best)}")
-                s = saving(best, ts.reference)
-                if s is not None:
-                    lines.append(
-                        f"  against dvfs: energy {s['energy_pct']:+.1f}%, time "
-                        f"{s['time_pct']:+.1f}% (negative: less)"
-                    )
-            if self.objective.multi:
-                lines.append("  pareto front (time vs energy):")
-                lines += [f"    {_knobs_text(t.knobs)}: {_figures(t)}" for t in result.front]
-        return lines
+        return self.engine.summary_lines()
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         lines = self.summary_lines()
@@ -465,202 +139,3 @@ class LiveSearch:
             for line in lines:
                 terminalreporter.write_line(line)
 
-
-def read_prior(path: Path, function: str) -> tuple[Trial, ...]:
-    """The profiles ``--edge-prior`` seeds a test's auto search with. From a report: the
-    trials of the same test's search, else the same test's pinned runs, else every search's
-    trials (another workload's), else every pinned run; a CSV table whole. A file that
-    cannot serve is a usage error naming it."""
-    from ..report.load import load_report
-    from ..search.replay import ReplayError, read_replay, report_rows, table_from_rows
-
-    def trials_of(entries: Sequence[Mapping[str, Any]]) -> tuple[Trial, ...]:
-        trials = tuple(Trial.from_json(t) for e in entries for t in e.get("trials") or [])
-        return trials if any(t.ok for t in trials) else ()
-
-    try:
-        if path.suffix.lower() != ".json":
-            return read_replay(path).trials
-        report = load_report(path)
-        entries = report.get("search") or []
-        mine = trials_of([e for e in entries if function_id(str(e.get("test"))) == function])
-        if mine:
-            return mine
-        same = [r for r in report_rows(report) if r["test"] == function]
-        if same:
-            return table_from_rows(same, str(path)).trials
-        every = trials_of(entries)
-        if every:
-            return every
-        if report_rows(report):
-            return read_replay(path).trials
-        raise ReplayError(path, "has no profiled point (no pinned test, no search trial)")
-    except (EdgeEnergyError, OSError, ValueError, KeyError, TypeError) as e:
-        text = str(e) if str(path) in str(e) else f"{path}: {e}"
-        raise pytest.UsageError(f"--edge-prior {text}") from None
-
-
-def search_values(
-    values: Mapping[str, list[str]], sources: Mapping[str, str], board: Board, *, force: bool
-) -> tuple[dict[str, list[str]], list[str]]:
-    """The grid options as a search reads them, and a note for each change.
-
-    ``--cpu-cores=all`` spans every core count the board can hold online (1..N), not only
-    N as in a grid; ``--emc-freq=all`` on an EMC without a table of rates (the bpmp
-    interface: only its min and max) spans ``min,max``. Everything else is the grid's.
-    """
-    from ..control.errors import ControlError, NotOffered
-    from ..control.operating_point import Resolver
-    from ..control.values import format_freq
-
-    resolver = Resolver(board, force=force, sources=sources)
-    out = {k: list(v) for k, v in values.items()}
-    notes: list[str] = []
-
-    def replace_all(key: str, by: list[str]) -> None:
-        out[key] = [
-            ",".join(
-                ",".join(by) if item.strip().lower() == "all" else item.strip()
-                for item in text.split(",")
-            )
-            for text in out[key]
-        ]
-
-    if any(_says_all(t) for t in out.get("cpu_cores", [])):
-        try:
-            (total,) = resolver.cores("all")
-        except (ControlError, OSError, ValueError) as e:
-            raise pytest.UsageError(str(e)) from None
-        counts = [str(k) for k in range(1, int(total or 0) + 1) if _holds(resolver, k)]
-        replace_all("cpu_cores", counts)
-        notes.append(
-            f"{resolver.source('cpu_cores')} all: searched as {len(counts)} core counts "
-            f"({', '.join(counts)} online)"
-        )
-    if any(_says_all(t) for t in out.get("emc_freq", [])):
-        try:
-            resolver.emc_freqs("all")
-        except NotOffered:
-            try:
-                lo, hi = resolver.emc_freqs("min,max")
-            except (ControlError, OSError, ValueError) as e:
-                raise pytest.UsageError(str(e)) from None
-            assert lo is not None and hi is not None
-            replace_all("emc_freq", ["min", "max"])
-            notes.append(
-                f"{resolver.source('emc_freq')} all: the EMC exposes no table of rates, only "
-                f"its range; searched as min,max ({format_freq(lo)}, {format_freq(hi)})"
-            )
-    return out, notes
-
-
-def _says_all(text: str) -> bool:
-    return any(item.strip().lower() == "all" for item in text.split(","))
-
-
-def _holds(resolver: Resolver, count: int) -> bool:
-    """Whether ``count`` cores can be held online (the others offline) on this board."""
-    from ..control.errors import ControlError
-
-    try:
-        resolver.cores(str(count))
-    except ControlError:
-        return False
-    return True
-
-
-def measured_trial(
-    knobs: Knobs, rec: TestEnergy, benches: Sequence[Any], *, deadline_s: float | None = None
-) -> Trial:
-    """The trial a finished test makes: per item over its ``edge_bench`` repeats (time and
-    energy pooled: Σ duration / Σ items, Σ energy / Σ duration), else per window of work
-    over its ``energy`` windows; a failed trial when the test did not pass or measured
-    nothing valid. In a load scenario time per item is the schedule's (about 1 / rate), so
-    energy per item includes the idle gaps; with ``deadline_s`` a trial whose queries miss
-    it (:func:`deadline_verdict`) is marked infeasible."""
-    if rec.status not in ("passed", None):
-        why = f"test {rec.status}" + (f": {rec.reason}" if rec.reason else "")
-        return Trial(knobs=dict(knobs), failed=why)
-    repeats = [r for b in benches for r in b.repeats]
-    windows = [r.window for r in repeats] if repeats else list(rec.windows)
-    if not windows:
-        return Trial(knobs=dict(knobs), failed="the test measured nothing (no energy window)")
-    bad = next((w for w in windows if not w.valid), None)
-    if bad is not None:
-        return Trial(knobs=dict(knobs), failed=f"measurement invalid: {bad.invalid_reason}")
-    duration_s = sum(w.duration_s for w in windows)
-    energies = [w.total.energy_j for w in windows]
-    items = sum(r.items for r in repeats) if repeats else 1
-    energy_j = sum(e for e in energies if e is not None)
-    if duration_s <= 0 or None in energies or energy_j <= 0 or items <= 0:
-        return Trial(knobs=dict(knobs), failed="measurement invalid: no time or energy")
-    return Trial(
-        knobs=dict(knobs),
-        time_s=duration_s / items,
-        power_w=energy_j / duration_s,
-        infeasible=deadline_verdict(repeats, deadline_s),
-    )
-
-
-def deadline_verdict(repeats: Sequence[Any], deadline_s: float | None) -> str | None:
-    """Why scheduled repeats miss ``deadline_s`` (more than
-    :data:`~..bench.scenarios.ALLOWED_MISS_FRACTION` of their queries over it), else None."""
-    scheduled = [r for r in repeats if r.schedule is not None]
-    if deadline_s is None or not scheduled:
-        return None
-    latencies = [x for r in scheduled for x in r.latencies_s]
-    if not latencies:
-        return None
-    misses = sum(1 for x in latencies if x > deadline_s)
-    if misses <= ALLOWED_MISS_FRACTION * len(latencies):
-        return None
-    return (
-        f"{misses} of {len(latencies)} queries over the {deadline_s:g} s deadline "
-        f"(allowed: {ALLOWED_MISS_FRACTION:.0%})"
-    )
-
-
-def saving(best: Trial | None, reference: Trial | None) -> dict[str, float] | None:
-    """How the best point compares with the dvfs reference, in percent (negative: less)."""
-    if best is None or reference is None or not reference.ok:
-        return None
-    assert best.energy_j is not None and best.time_s is not None
-    assert reference.energy_j is not None and reference.time_s is not None
-    return {
-        "energy_pct": 100.0 * (best.energy_j / reference.energy_j - 1.0),
-        "time_pct": 100.0 * (best.time_s / reference.time_s - 1.0),
-    }
-
-
-def _trial_json(trial: Trial | None) -> dict[str, Any] | None:
-    if trial is None:
-        return None
-    out = trial.to_json()
-    out.pop("knobs")
-    return out
-
-
-def _figures(t: Trial) -> str:
-    if not t.ok:
-        return f"failed: {t.failed}"
-    text = f"{t.time_s:.4g} s  {t.power_w:.4g} W  {t.energy_j:.4g} J"
-    return text + (f"  infeasible: {t.infeasible}" if t.infeasible is not None else "")
-
-
-def _knobs_text(knobs: Mapping[str, object]) -> str:
-    from ..search.trial import knobs_text
-
-    return knobs_text(knobs)
-
-
-def _option_of(name: str, sources: Mapping[str, str]) -> str:
-    dim = name.removesuffix("_hz")
-    return sources.get(dim, "--" + dim.replace("_", "-"))
-
-
-def _config_text(config: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in config.items() if v is not None)
-
-
-def _msg(exc: BaseException) -> str:
-    return str(getattr(exc, "msg", exc)).removeprefix("operating point ").split(": ", 1)[-1]

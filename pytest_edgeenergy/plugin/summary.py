@@ -7,17 +7,17 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..run.warnings import RunView, run_warnings
 from ..words import counted
-from .run_warnings import RunView, run_warnings
 
 if TYPE_CHECKING:
     from ..board.detect import Board
     from ..meters.meter import WindowResult
-    from .records import TestEnergy
+    from ..run.records import TestEnergy
 
 
 class SessionView(RunView, Protocol):
-    """What the summary reads of a session (:class:`.session.EnergySession` is one)."""
+    """What the summary reads of a session (:class:`.session.PluginSession` is one)."""
 
     @property
     def board(self) -> Board | None: ...

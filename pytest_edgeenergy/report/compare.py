@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from pytest_edgeenergy.options_spec import add_arguments
 from pytest_edgeenergy.report.baselines import describe, find_baselines
 from pytest_edgeenergy.report.gate import (
     GateExpr,
@@ -971,27 +972,8 @@ def _parser() -> argparse.ArgumentParser:
         "gate the later reports against earlier ones of the same device.",
     )
     parser.add_argument("reports", nargs="+", type=Path, help="report JSON files")
-    parser.add_argument(
-        "--fail",
-        action="append",
-        default=[],
-        metavar="EXPR",
-        help="gate, e.g. energy_per_item:mean:5%% or latency_p90:mean:10ms (repeatable)",
-    )
-    parser.add_argument(
-        "--baseline",
-        type=Path,
-        help="baseline report, or directory of reports: the newest runs of each device are "
-        "the baseline, judged by their run-to-run spread; a missing or empty directory is "
-        "'no baseline yet' (default: the previous report of the same device on the command "
-        "line)",
-    )
-    parser.add_argument(
-        "--fail-insufficient",
-        action="store_true",
-        help="strict gate: a result too thinly measured to judge ('insufficient': too few "
-        "repeats or runs, or a failed or invalid result on either side) fails it too",
-    )
+    # The gate's options as pytest's --edge-fail, --edge-baseline, --edge-fail-insufficient.
+    add_arguments(parser, ("fail", "baseline", "fail_insufficient"))
     parser.add_argument(
         "--join",
         choices=JOINS,

@@ -151,7 +151,14 @@ class ReportWriter:
     on disk lacks, :attr:`rescue` the copy that holds everything.
     """
 
-    def __init__(self, path: Path, header: Mapping[str, Any], *, overwrite: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        header: Mapping[str, Any],
+        *,
+        overwrite: bool = False,
+        overwrite_hint: str = "pass --edge-report-overwrite",
+    ) -> None:
         if "tests" in header:
             raise SchemaError("report header must not contain 'tests'; add them with add_test()")
         self._path = Path(path)
@@ -166,6 +173,8 @@ class ReportWriter:
         """Why the last write failed; None after a good one."""
         self.failed_writes = 0
         self.rescue: Path | None = None
+        self._overwrite_hint = overwrite_hint
+        """How the front end asks for ``overwrite`` (named when a file is refused)."""
         self._resume_or_refuse(overwrite)
         self._path.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(self._path.parent, suffix=".json")
@@ -180,12 +189,12 @@ class ReportWriter:
         except ReportError as exc:
             raise ReportExistsError(
                 f"{self._path}: exists and is not a report this run can continue ({exc}); "
-                "choose another path, or pass --edge-report-overwrite to replace it"
+                f"choose another path, or {self._overwrite_hint} to replace it"
             ) from exc
         if existing["run_id"] != self._header["run_id"]:
             raise ReportExistsError(
                 f"{self._path}: exists and holds another run ({existing['run_id']}); "
-                "choose another path, or pass --edge-report-overwrite to replace it"
+                f"choose another path, or {self._overwrite_hint} to replace it"
             )
         self._chunks = [_dumps(t, "test entry") for t in existing["tests"]]
         self._ids = [str(t.get("id", "?")) for t in existing["tests"]]

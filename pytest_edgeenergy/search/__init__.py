@@ -2,7 +2,8 @@
 
 A :class:`~.space.Space` holds the knobs and their values, an :class:`~.objective.Objective`
 what is minimised under which budgets, a :class:`~.trial.Trial` one profiled point. A
-strategy (:func:`~.strategy.make_strategy`: grid, random, binary, optuna, auto) proposes
+strategy (:func:`~.strategies.make_strategy`: grid, random, binary, optuna, auto, or one a
+plugin registers as a ``pytest_edgeenergy.strategies`` entry point) proposes
 the next point from the history; an oracle (a live board, or a
 :class:`~.replay.ReplayOracle`) measures it; :class:`~.driver.Search` drives the two and
 recommends the best *profiled* feasible point. Nothing heavy (numpy, optuna) is imported
@@ -15,13 +16,12 @@ from .driver import Oracle, PointFailed, Search, SearchResult, best, pareto_fron
 from .objective import OBJECTIVES, Objective
 from .space import KNOB_NAMES, Dimension, Knobs, Space
 from .strategies import make_strategy
-from .strategy import STRATEGIES, Strategy, rank
+from .strategy import Strategy, StrategyFactory, StrategyRequest, rank, strategy_names
 from .trial import Trial
 
 __all__ = [
     "KNOB_NAMES",
     "OBJECTIVES",
-    "STRATEGIES",
     "Dimension",
     "Knobs",
     "Objective",
@@ -31,9 +31,12 @@ __all__ = [
     "SearchResult",
     "Space",
     "Strategy",
+    "StrategyFactory",
+    "StrategyRequest",
     "Trial",
     "best",
     "make_strategy",
     "pareto_front",
     "rank",
+    "strategy_names",
 ]

@@ -12,16 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import InvalidValue
-from ..ranges import IntRange
+from ..options_spec import add_arguments
 from .driver import Search, SearchResult
 from .objective import OBJECTIVES, Objective
 from .replay import ReplayOracle, ReplayTable, read_replay
 from .strategies import make_strategy
-from .strategy import STRATEGIES
 from .trial import Trial, knobs_text
-
-SEED = IntRange(0, 2**32 - 1)
-"""numpy's and optuna's seed range, as ``--edge-seed``'s."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,23 +32,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="CSV (knob columns, time_s, power_w or energy_j) or a sweep's report",
     )
-    p.add_argument(
-        "--objective", required=True, choices=OBJECTIVES, metavar="OBJ", help=", ".join(OBJECTIVES)
-    )
-    p.add_argument("--power-budget-w", type=float, metavar="W", help="mean power budget")
-    p.add_argument(
-        "--latency-budget-s", type=float, metavar="S", help="time budget per unit of work"
-    )
-    p.add_argument("--trials", type=int, required=True, metavar="N", help="points to profile")
-    p.add_argument(
-        "--strategy",
-        choices=STRATEGIES,
-        default="auto",
-        metavar="NAME",
-        help=f"{', '.join(STRATEGIES)} (default auto)",
-    )
-    p.add_argument(
-        "--seed", type=SEED, default=0, metavar="K", help=f"default 0; {SEED.describe()}"
+    # The options --edge-search takes in pytest, described once (options_spec).
+    add_arguments(
+        p,
+        ("objective", "power_budget_w", "latency_budget_s", "trials", "strategy", "seed"),
+        defaults={"strategy": "auto"},
+        required=("trials",),
+        choices={"objective": OBJECTIVES},
     )
     p.add_argument(
         "--where",
@@ -61,12 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="COLUMN=VALUE",
         help="keep only these rows (one workload of a table holding several)",
     )
-    p.add_argument(
-        "--prior",
-        type=Path,
-        metavar="FILE",
-        help="another workload's or board's profiles to seed the auto strategy",
-    )
+    add_arguments(p, ("prior",))
     p.add_argument("--prior-where", action="append", default=[], metavar="COLUMN=VALUE")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     return p
@@ -153,8 +134,6 @@ def search_main(argv: Sequence[str]) -> int:
     """Entry point of ``edgeenergy search`` (errors raise :class:`InvalidValue`)."""
     args = _parser().parse_args(list(argv))
     objective = Objective(args.objective, args.power_budget_w, args.latency_budget_s)
-    if args.trials < 1:
-        raise InvalidValue(f"--trials {args.trials}: must be at least 1")
     table = read_replay(args.replay, _where(args.where, "--where"))
     prior: tuple[Trial, ...] = ()
     if args.prior is not None:

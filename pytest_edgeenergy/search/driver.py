@@ -13,6 +13,11 @@ from .strategy import Strategy, profiled, rank
 from .trial import Trial
 
 
+class StrategyError(EdgeEnergyError):
+    """A strategy broke its contract (:class:`~.strategy.Strategy`): it proposed a point
+    outside the space or one already profiled. A bug of the strategy, named in the message."""
+
+
 class PointFailed(EdgeEnergyError):
     """An oracle could not measure a point (out of memory, a mode needing a reboot...):
     the search records a failed trial and goes on."""
@@ -110,8 +115,16 @@ class Search:
         if knobs is None:
             return None
         point = self.space.point(knobs)
-        if not self.space.contains(point) or point in profiled(self.space, self.trials):
-            raise AssertionError(f"strategy {self.strategy.name} proposed {knobs} again or outside")
+        if not self.space.contains(point):
+            raise StrategyError(
+                f"strategy {self.strategy.name!r} proposed {dict(knobs)}, which is outside the "
+                "search space; a strategy proposes only points of the space it was made for"
+            )
+        if point in profiled(self.space, self.trials):
+            raise StrategyError(
+                f"strategy {self.strategy.name!r} proposed {dict(knobs)} again; a strategy "
+                "proposes each point once (None when it has nothing left to try)"
+            )
         return knobs
 
     def record(self, trial: Trial) -> None:

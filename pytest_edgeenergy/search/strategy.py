@@ -1,22 +1,30 @@
-"""The strategy interface and the ranking of trials every strategy shares (the registry,
-:func:`~.strategies.make_strategy`, is in ``strategies/``)."""
+"""The strategy interface, the factory a registered strategy provides, and the ranking of
+trials every strategy shares (the registry, :func:`~.strategies.make_strategy`, is in
+``strategies/``; names come from the ``pytest_edgeenergy.strategies`` entry points)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import InvalidValue
+from ..registry import STRATEGIES_GROUP, builtin_names, names
 from .objective import Objective
 from .space import Knobs, Point, Space
 from .trial import Trial
 
-STRATEGIES = ("grid", "random", "binary", "optuna", "auto")
-"""``grid``: every point in the fewest-change order; ``random``: a seeded shuffle;
-``binary``: coordinate-wise binary search (the studies' search under a power budget);
-``optuna``: Optuna's TPE sampler (ask/tell); ``auto``: a surrogate model of time and power
-choosing each next point by expected improvement."""
+
+def strategy_names() -> tuple[str, ...]:
+    """Every registered strategy, sorted: the built-ins (``auto``, ``binary``, ``grid``,
+    ``optuna``, ``random``) and those of installed plugins."""
+    return names(STRATEGIES_GROUP)
+
+
+def builtin_strategy_names() -> tuple[str, ...]:
+    """The strategies this project registers (cheap: no scan of installed packages)."""
+    return builtin_names(STRATEGIES_GROUP)
 
 
 class Strategy(Protocol):
@@ -31,6 +39,27 @@ class Strategy(Protocol):
     name: str
 
     def propose(self, history: Sequence[Trial]) -> Knobs | None: ...
+
+
+@dataclass(frozen=True)
+class StrategyRequest:
+    """What a strategy is made for: the search's space, objective, seed, the prior's
+    profiles (``--prior``; only ``auto`` takes them) and the trial budget when known.
+    Fields may be added; a factory reads the ones it needs."""
+
+    space: Space
+    objective: Objective
+    seed: int = 0
+    prior: Sequence[Trial] = ()
+    trials: int | None = None
+
+
+class StrategyFactory(Protocol):
+    """What a ``pytest_edgeenergy.strategies`` entry point names: makes the strategy for
+    one search, or raises :class:`~pytest_edgeenergy.errors.InvalidValue` saying why it
+    cannot serve the request (e.g. an objective it does not handle)."""
+
+    def __call__(self, request: StrategyRequest, /) -> Strategy: ...
 
 
 def rank(trial: Trial | None, objective: Objective) -> tuple[int, float]:

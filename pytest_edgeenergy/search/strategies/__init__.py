@@ -1,14 +1,20 @@
-"""The strategies and their registry; each module imports its heavy dependencies (numpy,
-optuna) itself, when the strategy is made."""
+"""The built-in strategies and the registry that finds every strategy by name.
+
+Each strategy is registered as an entry point of the group ``pytest_edgeenergy.strategies``
+(the built-ins in this project's ``pyproject.toml``, each module's ``create``; a plugin in
+its own): the name maps to a :class:`~..strategy.StrategyFactory`. Each module imports its
+heavy dependencies (numpy, optuna) itself, when the strategy is made.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
-from ...errors import InvalidValue
+from ...registry import STRATEGIES_GROUP, ExtensionError, load
 from ..objective import Objective
 from ..space import Space
-from ..strategy import STRATEGIES, Strategy
+from ..strategy import Strategy, StrategyRequest
 from ..trial import Trial
 
 
@@ -21,32 +27,18 @@ def make_strategy(
     prior: Sequence[Trial] = (),
     trials: int | None = None,
 ) -> Strategy:
-    """The strategy called ``name``; :class:`InvalidValue` for an unknown name or one that
-    cannot serve ``objective`` (binary has no pareto front). ``trials``, the search's
-    budget when known, shapes auto's first design."""
-    if name == "grid":
-        from .grid import GridStrategy
-
-        return GridStrategy(space)
-    if name == "random":
-        from .random import RandomStrategy
-
-        return RandomStrategy(space, seed=seed)
-    if name == "binary":
-        from .binary import BinaryStrategy
-
-        if objective.multi:
-            raise InvalidValue(
-                "strategy 'binary' finds one point and cannot build a pareto front; "
-                "use grid, random, optuna or auto"
-            )
-        return BinaryStrategy(space, objective)
-    if name == "optuna":
-        from .optuna import OptunaStrategy
-
-        return OptunaStrategy(space, objective, seed=seed)
-    if name == "auto":
-        from .auto import AutoStrategy
-
-        return AutoStrategy(space, objective, seed=seed, prior=prior, trials=trials)
-    raise InvalidValue(f"unknown strategy {name!r}; allowed: {', '.join(STRATEGIES)}")
+    """The strategy registered as ``name``; :class:`~...errors.InvalidValue` for an unknown
+    name or one that cannot serve ``objective`` (binary has no pareto front),
+    :class:`ExtensionError` for a plugin's strategy that cannot be loaded or returns no
+    strategy. ``trials``, the search's budget when known, shapes auto's first design."""
+    factory = load(STRATEGIES_GROUP, name)
+    request = StrategyRequest(space, objective, seed=seed, prior=tuple(prior), trials=trials)
+    strategy = factory(request)
+    if not callable(getattr(strategy, "propose", None)) or not isinstance(
+        getattr(strategy, "name", None), str
+    ):
+        raise ExtensionError(
+            f"strategy {name!r}: its factory returned a {type(strategy).__name__}, which is "
+            "not a Strategy (a str name and a propose(history) method)"
+        )
+    return cast(Strategy, strategy)

@@ -31,7 +31,7 @@ from ...extras import require
 from ..gp import GP
 from ..objective import Objective
 from ..space import Knobs, Point, Space
-from ..strategy import profiled
+from ..strategy import StrategyRequest, profiled
 from ..trial import Trial
 
 if TYPE_CHECKING:
@@ -267,3 +267,15 @@ def _expected_improvement(mu: Array, var: Array, best: float) -> Array:
     pdf = np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
     out: Array = (best - mu) * _norm_cdf(z) + sd * pdf
     return out
+
+
+def create(request: StrategyRequest) -> AutoStrategy:
+    """``auto`` (entry point): a surrogate model of time and power choosing each next point
+    by expected improvement (seeded by the prior's profiles, when given)."""
+    return AutoStrategy(
+        request.space,
+        request.objective,
+        seed=request.seed,
+        prior=request.prior,
+        trials=request.trials,
+    )

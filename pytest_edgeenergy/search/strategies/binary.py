@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ...errors import InvalidValue
 from ..objective import Objective
 from ..space import Knobs, Point, Space
-from ..strategy import profiled, rank
+from ..strategy import StrategyRequest, profiled, rank
 from ..trial import Trial
 
 _DIM_ORDER = ("power_mode", "gpu_freq_hz", "batch_size", "cpu_freq_hz", "emc_freq_hz", "cpu_cores")
@@ -93,3 +94,14 @@ class BinaryStrategy:
             else:
                 hi = mid
         return lo if at(lo) < at(current[d]) else current[d]
+
+
+def create(request: StrategyRequest) -> BinaryStrategy:
+    """``binary`` (entry point): coordinate-wise binary search (the studies' search under a
+    power budget); it finds one point, so it refuses the pareto objective."""
+    if request.objective.multi:
+        raise InvalidValue(
+            "strategy 'binary' finds one point and cannot build a pareto front; "
+            "use grid, random, optuna or auto"
+        )
+    return BinaryStrategy(request.space, request.objective)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ...control.grid import CHANGE_ORDER
 from ..space import Knobs, Point, Space
-from ..strategy import first_unprofiled
+from ..strategy import StrategyRequest, first_unprofiled
 from ..trial import Trial
 
 # Batch size changes nothing on the board: it varies fastest.
@@ -42,3 +42,8 @@ class GridStrategy:
 
     def propose(self, history: Sequence[Trial]) -> Knobs | None:
         return first_unprofiled(self.space, self._order, history)
+
+
+def create(request: StrategyRequest) -> GridStrategy:
+    """``grid`` (entry point): every point in the fewest-change order."""
+    return GridStrategy(request.space)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...extras import require
 from ..objective import Objective
 from ..space import Knobs, Point, Space
-from ..strategy import profiled
+from ..strategy import StrategyRequest, profiled
 from ..trial import Trial
 
 if TYPE_CHECKING:
@@ -116,3 +116,8 @@ class OptunaStrategy:
             else:
                 study.tell(asked, state=optuna.trial.TrialState.FAIL)
         return self.space.knobs(random.Random(seed).choice(free))
+
+
+def create(request: StrategyRequest) -> OptunaStrategy:
+    """``optuna`` (entry point): Optuna's TPE sampler (ask/tell)."""
+    return OptunaStrategy(request.space, request.objective, seed=request.seed)

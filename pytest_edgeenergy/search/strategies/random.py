@@ -6,7 +6,7 @@ import random
 from collections.abc import Sequence
 
 from ..space import Knobs, Space
-from ..strategy import first_unprofiled
+from ..strategy import StrategyRequest, first_unprofiled
 from ..trial import Trial
 
 
@@ -22,3 +22,8 @@ class RandomStrategy:
 
     def propose(self, history: Sequence[Trial]) -> Knobs | None:
         return first_unprofiled(self.space, self._order, history)
+
+
+def create(request: StrategyRequest) -> RandomStrategy:
+    """``random`` (entry point): a seeded shuffle of the space."""
+    return RandomStrategy(request.space, seed=request.seed)

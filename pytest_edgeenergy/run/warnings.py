@@ -36,7 +36,8 @@ not idle (a quiet Jetson's VDD_IN varies by a few per cent)."""
 
 
 class RunView(Protocol):
-    """What the warnings read of a session (:class:`.session.EnergySession` is one)."""
+    """What the warnings read of a session (:class:`.session.EnergySession` and the
+    plugin's ``PluginSession`` are)."""
 
     @property
     def root(self) -> Path | None: ...

@@ -1,10 +1,10 @@
-"""The JSON report of a pytest session: its writer, and one entry per finished test.
+"""The JSON report of a session: its writer, and one entry per finished test.
 
 It takes what it writes (the board, its root, the idle baseline, the test records), never
-the session. The report writer is made when the board is set up; the file is written at the first
-finished test and rewritten atomically after every one (see
-:class:`.report.writer.ReportWriter`), so a killed run keeps every finished test and a run
-that finished none leaves no file.
+the session. The report writer is made when the board is set up; the file is written at the
+first finished test and rewritten atomically after every one (see
+:class:`~pytest_edgeenergy.report.writer.ReportWriter`), so a killed run keeps every
+finished test and a run that finished none leaves no file.
 """
 
 from __future__ import annotations
@@ -35,11 +35,13 @@ def open_writer(
     path: Path | None,
     reports_dir: Path,
     overwrite: bool = False,
+    overwrite_hint: str = "pass --edge-report-overwrite",
 ) -> ReportWriter:
     """The report writer for ``board`` (read under ``root``), its header holding the idle
     baseline and the run's ``settings``; written to ``path``, or to a new file named after
     the device and the time in ``reports_dir``. The file is written at the first finished
-    test (``overwrite``: an existing file of another run may then be replaced)."""
+    test (``overwrite``: an existing file of another run may then be replaced; else it is
+    refused, the message saying ``overwrite_hint``)."""
     from ..report.model import (
         build_device,
         build_header,
@@ -68,14 +70,14 @@ def open_writer(
     ab = ab_from_environment()
     if ab is not None:
         document["ab"] = ab
-    return ReportWriter(target, document, overwrite=overwrite)
+    return ReportWriter(target, document, overwrite=overwrite, overwrite_hint=overwrite_hint)
 
 
 def ab_from_environment() -> dict[str, Any] | None:
     """The report's ``ab`` object when ``edgeenergy ab`` runs this session (its JSON in
     ``EDGEENERGY_AB``); None when it is not set. The writer checks its shape."""
+    from ..errors import InvalidValue
     from ..report.model import AB_ENV
-    from .options import SettingsError
 
     text = os.environ.get(AB_ENV)
     if not text:
@@ -85,7 +87,7 @@ def ab_from_environment() -> dict[str, Any] | None:
     except ValueError:
         value = None
     if not isinstance(value, dict):
-        raise SettingsError(
+        raise InvalidValue(
             f"{AB_ENV} (environment): not a JSON object; edgeenergy ab sets it for the "
             "sessions it runs, unset it otherwise"
         )

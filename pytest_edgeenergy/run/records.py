@@ -1,4 +1,5 @@
-"""What one test measured and how it ended: the record the report sink writes."""
+"""What one test (or one library window) measured and how it ended: the record the
+report writes (:func:`.report.test_entry`)."""
 
 from __future__ import annotations
 
