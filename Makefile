@@ -25,12 +25,18 @@ SUITE_ARGS ?= --power-mode=$(POWER_MODE) --edge-items=16 --edge-repeats=3 --batc
 # installed straight from PyPI with any local wheel folder switched off, because a CPU-only
 # torch from a local folder does not match PyPI's torchvision.
 TORCH_SPEC ?= torch==2.13.0 torchvision==0.28.0
+# The history tests start a real PostgreSQL server (tests/pg_server.py): Debian's
+# postgresql package is installed when its initdb is missing.
 
 $(STAMP): $(BUILD_INPUTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c 'import torch, torchvision' 2>/dev/null || \
 	    PIP_FIND_LINKS= $(BIN)/python -m pip install --isolated -q $(TORCH_SPEC)
-	$(BIN)/python -m pip install -q -e '.[test,lint,analysis,suites,search,onnx,docs]'
+	$(BIN)/python -m pip install -q -e '.[test,lint,analysis,suites,search,onnx,docs,history]'
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null 2>&1 || \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) || \
+	    echo 'make: no PostgreSQL server binaries (initdb) and apt-get could not install postgresql: the history tests need them' >&2
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

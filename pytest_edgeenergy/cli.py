@@ -102,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
         "ab", help="measure two versions interleaved on one board and gate (see its --help)"
     )
     sub.add_parser("search", help="search a replayed profile table (see its --help)")
+    sub.add_parser("history", help="keep every run in a database (see its --help)")
     return p
 
 
@@ -137,6 +138,10 @@ def _passthrough(command: str, rest: list[str]) -> int:
         from .search.cli import search_main
 
         return search_main(rest)
+    if command == "history":
+        from .history.cli import history_main
+
+        return history_main(rest)
     from .meters.tegrastats import tegrastats_energy_main
 
     return tegrastats_energy_main(rest)
@@ -145,7 +150,7 @@ def _passthrough(command: str, rest: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] in ("ab", "compare", "search", "tegrastats-energy"):
+        if argv and argv[0] in ("ab", "compare", "search", "history", "tegrastats-energy"):
             return _passthrough(argv[0], argv[1:])
         return _dispatch(_parser().parse_args(argv))
     except BrokenPipeError:  # output piped into `head`: not an error of ours

@@ -1,0 +1,310 @@
+"""``edgeenergy history``: the energy history's commands: ``add`` reports, ``gate`` a report
+against the history of its device, list ``changes`` over every series.
+
+Exit codes as the rest of ``edgeenergy``: 0 done (a gate passed), 1 a gate failed, 2 bad
+input (a report that cannot be read, a database that cannot be opened, a bad expression),
+with one ``edgeenergy: <message>`` line each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_edgeenergy.errors import EdgeEnergyError
+from pytest_edgeenergy.extras import require
+from pytest_edgeenergy.history.errors import HistoryError
+from pytest_edgeenergy.ranges import FloatRange, IntRange
+
+if TYPE_CHECKING:
+    from pytest_edgeenergy.history.store import HistoryStore
+
+WINDOW_RUNS = IntRange(1, 1000, "runs")
+"""``gate --window``: how many earlier runs of the device the gate reads."""
+DEFAULT_WINDOW = 10
+MIN_SIZE = IntRange(2, 1000, "runs")
+ALPHA = FloatRange(0.0, 0.5, "", above_low=True)
+
+DB_HELP = (
+    "the history database: a file path or sqlite:///PATH (SQLite), or postgresql://USER:"
+    "PASSWORD@HOST/DB (PostgreSQL); default $EDGEENERGY_DB, else reports/energy.db"
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="edgeenergy history",
+        description="Keep every run's results in a database (SQLite or PostgreSQL).",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add = sub.add_parser(
+        "add",
+        help="store every result of reports (adding a report twice changes nothing)",
+        description="Store every result of each report; a run already there is left as is.",
+    )
+    add.add_argument(
+        "reports",
+        nargs="+",
+        type=Path,
+        metavar="REPORT",
+        help="a report written by pytest-edgeenergy (schema 1 or 2)",
+    )
+    add.add_argument("--db", metavar="URL_OR_PATH", help=DB_HELP)
+    add.add_argument(
+        "--branch",
+        metavar="NAME",
+        help="the git branch to record with the runs (reports carry the commit only)",
+    )
+    add.add_argument(
+        "--unfinished",
+        action="store_true",
+        help="also add reports of runs that did not finish (an interrupted run); "
+        "refused otherwise, as their later results could never be added",
+    )
+    gate = sub.add_parser(
+        "gate",
+        help="gate a report against the last N runs of its device in the history",
+        description="Gate REPORT against the newest --window runs of the same device "
+        "(fingerprint) in the history, on --branch when given: the verdict table and exit "
+        "codes of `edgeenergy compare --fail` (0 passed, 1 failed, 2 bad input).",
+    )
+    gate.add_argument("report", type=Path, metavar="REPORT", help="the new run's report")
+    gate.add_argument(
+        "--fail",
+        action="append",
+        required=True,
+        metavar="EXPR",
+        help="gate expression as in compare, e.g. 'mean:energy_j:5%%' (repeatable)",
+    )
+    gate.add_argument(
+        "--window",
+        type=WINDOW_RUNS,
+        default=DEFAULT_WINDOW,
+        metavar="N",
+        help=f"earlier runs of the device to read (default {DEFAULT_WINDOW}); "
+        f"{WINDOW_RUNS.describe()}",
+    )
+    gate.add_argument("--branch", metavar="NAME", help="only runs recorded on this branch")
+    gate.add_argument(
+        "--fail-insufficient",
+        action="store_true",
+        help="strict gate: a result too thinly measured to judge fails it too",
+    )
+    gate.add_argument("--format", choices=("table", "markdown"), default="table")
+    gate.add_argument("--db", metavar="URL_OR_PATH", help=DB_HELP)
+
+    changes = sub.add_parser(
+        "changes",
+        help="change points over every series (device x operating point x test x metric)",
+        description="Find changes of level in every series of the history: each with the "
+        "run where the new level starts, the commits between the last run before and that "
+        "run, the size and the p-value (see the manual: how changes are found).",
+    )
+    changes.add_argument("--since", type=_date, metavar="DATE", help="runs from DATE (ISO)")
+    changes.add_argument(
+        "--test", metavar="PATTERN", help="a test id, or an fnmatch pattern (* and ?)"
+    )
+    changes.add_argument("--metric", metavar="NAME", help="one metric (default: every one)")
+    changes.add_argument("--branch", metavar="NAME", help="only runs recorded on this branch")
+    changes.add_argument(
+        "--min-size",
+        type=MIN_SIZE,
+        default=3,
+        metavar="N",
+        help=f"runs on each side of a change (default 3); {MIN_SIZE.describe()}",
+    )
+    changes.add_argument(
+        "--alpha",
+        type=ALPHA,
+        default=0.05,
+        metavar="P",
+        help=f"significance of each change (default 0.05); {ALPHA.describe()}",
+    )
+    changes.add_argument("--json", action="store_true", help="machine-readable output")
+    changes.add_argument("--db", metavar="URL_OR_PATH", help=DB_HELP)
+    return p
+
+
+def _date(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a date; use ISO 8601, e.g. 2026-11-01 or 2026-11-01T12:00"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def history_main(argv: Sequence[str]) -> int:
+    """Entry point of ``edgeenergy history``; returns the exit status."""
+    try:
+        args = _parser().parse_args(list(argv))
+    except SystemExit as exc:  # argparse printed the usage and the error
+        return exc.code if isinstance(exc.code, int) else 2
+    if args.command == "add":
+        return _add(args)
+    if args.command == "gate":
+        return _guarded(_gate, args)
+    if args.command == "changes":
+        return _guarded(_changes, args)
+    raise AssertionError(args.command)  # pragma: no cover - argparse allows no other
+
+
+def _add(args: argparse.Namespace) -> int:
+    failed = 0
+    try:
+        require("sqlalchemy", "history", "the energy history (edgeenergy history)")
+        from pytest_edgeenergy.history.store import open_store
+
+        with open_store(args.db) as store:
+            for path in args.reports:
+                try:
+                    done = store.add_report(path, branch=args.branch, unfinished=args.unfinished)
+                except HistoryError:
+                    raise  # the database, not the report: no use going on
+                except (EdgeEnergyError, OSError) as e:
+                    _say(str(e))
+                    failed += 1
+                    continue
+                if done.added:
+                    print(f"added run {done.run_id}: {done.results} results", flush=True)
+                else:
+                    print(f"already in the history: run {done.run_id}", flush=True)
+    except (EdgeEnergyError, OSError) as e:
+        _say(str(e))
+        return 2
+    return 2 if failed else 0
+
+
+def _say(message: str) -> None:
+    print(f"edgeenergy: {message}", file=sys.stderr, flush=True)
+
+
+def _guarded(command: Any, args: argparse.Namespace) -> int:
+    try:
+        require("sqlalchemy", "history", "the energy history (edgeenergy history)")
+        return int(command(args))
+    except (EdgeEnergyError, OSError) as e:
+        _say(str(e))
+        return 2
+
+
+def _open(args: argparse.Namespace) -> HistoryStore:
+    from pytest_edgeenergy.history.store import open_store
+
+    return open_store(args.db)
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from pytest_edgeenergy.report.gate import (
+        GateVerdict,
+        evaluate,
+        expr_metrics,
+        gate_view,
+        parse_expr,
+        render_verdict,
+        require_carried,
+    )
+    from pytest_edgeenergy.report.load import load_report
+    from pytest_edgeenergy.report.model import device_label
+
+    exprs = [parse_expr(e) for e in args.fail]
+    report = load_report(args.report)
+    require_carried(gate_view(report, expr_metrics(exprs)), exprs, str(args.report))
+    with _open(args) as store:
+        baselines = store.baseline_reports(report, runs=args.window, branch=args.branch)
+        where = f"the history {store.name}"
+    device = device_label(report["device"])
+    on_branch = f" on branch {args.branch}" if args.branch else ""
+    if not baselines:
+        verdict = GateVerdict(baseline=where, new=str(args.report), device_matched=False)
+        verdict.messages.append(
+            f"no earlier run of {device}{on_branch} in {where}: nothing to gate against yet "
+            "(add this run with `edgeenergy history add`)"
+        )
+    else:
+        verdict = evaluate(
+            baselines,
+            report,
+            exprs,
+            strict=args.fail_insufficient,
+            baseline_name=f"{where}: the last {len(baselines)} runs of {device}{on_branch}",
+            new_name=str(args.report),
+        )
+    print(render_verdict(verdict, args.format), end="")
+    return 1 if verdict.failed else 0
+
+
+def _changes(args: argparse.Namespace) -> int:
+    from pytest_edgeenergy.history.changes import find_changes
+
+    found: list[dict[str, Any]] = []
+    with _open(args) as store:
+        every = store.series(
+            test=args.test, metric=args.metric, since=args.since, branch=args.branch
+        )
+    for series in every:
+        points = series.points
+        if len(points) < 2 * args.min_size:
+            continue
+        values = [p.value for p in points]
+        for change in find_changes(values, min_size=args.min_size, alpha=args.alpha):
+            before, first = points[change.index - 1], points[change.index]
+            found.append(
+                {
+                    "device": series.device_label,
+                    "point": series.point,
+                    "test": series.test,
+                    "metric": series.metric,
+                    "unit": series.unit,
+                    "run_id": first.run_id,
+                    "started_at": first.started_at.isoformat(),
+                    "commits": [before.commit, first.commit],
+                    "runs_before": change.index,
+                    "runs_after": len(points) - change.index,
+                    "before": change.before,
+                    "after": change.after,
+                    "change_pct": 100.0 * change.rel_change,
+                    "p_value": change.p_value,
+                }
+            )
+    if args.json:
+        print(json.dumps({"series": len(every), "changes": found}, indent=2))
+        return 0
+    print(_changes_text(found, len(every)))
+    return 0
+
+
+def _changes_text(found: Sequence[dict[str, Any]], series: int) -> str:
+    from pytest_edgeenergy.report.tables import Change, Table, fold_columns, render_text
+
+    table = Table(
+        ["test", "metric", "device", "point", "from run", "commits", "before", "after",
+         "change %", "p-value"],
+        title="Changes in the energy history",
+    )  # fmt: skip
+    for c in found:
+        before, after = c["commits"]
+        table.rows.append(
+            [c["test"], f"{c['metric']} [{c['unit']}]" if c["unit"] else c["metric"],
+             c["device"], c["point"], c["started_at"][:19],
+             f"{_short(before)}..{_short(after)}", c["before"], c["after"],
+             Change(c["change_pct"]), c["p_value"]]
+        )  # fmt: skip
+    table.notes.append(
+        f"{len(found)} change{'s' if len(found) != 1 else ''} in {series} series; "
+        "commits: the last run before the change .. the first run after it"
+    )
+    if not found:
+        return table.notes[0]
+    shared = ["metric", "device", "point", "from run", "commits"]
+    return render_text(fold_columns(table, shared))
+
+
+def _short(commit: str | None) -> str:
+    return commit[:10] if commit else "?"

@@ -1,0 +1,137 @@
+"""Change points of a series (``pytest_edgeenergy.history.changes``): steps found where they
+are, none in noise, bad input refused. Detection and false-alarm rates are measured in
+``benchmarks/bench_history_changes.py``."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_edgeenergy.errors import EdgeEnergyError
+from pytest_edgeenergy.history.changes import FULL_GRID_MAX, ChangePoint, find_changes
+
+
+def noisy(levels: list[tuple[int, float]], rel_noise: float, seed: int) -> list[float]:
+    """Runs at each (count, level), each with Gaussian relative noise."""
+    rng = random.Random(seed)
+    return [lvl * (1 + rng.gauss(0, rel_noise)) for count, lvl in levels for _ in range(count)]
+
+
+def test_clear_step_found_at_its_run_with_its_sign_and_size() -> None:
+    values = noisy([(30, 2.0), (30, 2.4)], 0.01, seed=1)
+    (change,) = find_changes(values)
+    assert isinstance(change, ChangePoint)
+    assert change.index == 30
+    assert change.before == pytest.approx(2.0, rel=0.02)
+    assert change.after == pytest.approx(2.4, rel=0.02)
+    assert change.rel_change == pytest.approx(0.2, abs=0.03)
+    assert change.rel_change == pytest.approx((change.after - change.before) / change.before)
+    assert 0 < change.p_value < 0.05
+
+
+def test_drop_has_negative_size() -> None:
+    (change,) = find_changes(noisy([(25, 5.0), (25, 4.0)], 0.01, seed=2))
+    assert change.index == 25
+    assert change.rel_change == pytest.approx(-0.2, abs=0.03)
+
+
+def test_stationary_series_rarely_report_a_change_and_the_result_is_deterministic() -> None:
+    alarms = [seed for seed in range(40) if find_changes(noisy([(50, 3.0)], 0.03, seed))]
+    assert len(alarms) <= 6  # alpha = 0.05: 2 expected of 40 (the benchmark measures it)
+    stepped = noisy([(20, 3.0), (30, 3.3)], 0.03, seed=4)
+    assert find_changes(stepped) == find_changes(list(stepped))
+    first = find_changes(stepped, seed=0)
+    assert [c.index for c in first] == [20]
+    assert find_changes(stepped, seed=0) == first
+
+
+def test_two_steps() -> None:
+    values = noisy([(20, 1.0), (20, 1.15), (20, 1.0)], 0.01, seed=4)
+    changes = find_changes(values)
+    assert [c.index for c in changes] == [20, 40]
+    assert changes[0].rel_change > 0.1
+    assert changes[1].rel_change < -0.1
+    assert changes[0].after == changes[1].before
+
+
+@pytest.mark.parametrize(
+    ("values", "min_size"),
+    [([], 3), ([1.0], 3), ([1.0, 2.0, 1.0, 5.0, 5.0], 3), ([1.0] * 4 + [9.0] * 5, 5)],
+)
+def test_series_shorter_than_two_levels_gives_none(values: list[float], min_size: int) -> None:
+    assert find_changes(values, min_size=min_size) == []
+
+
+def test_constant_series_gives_none_and_an_exact_step_is_found() -> None:
+    assert find_changes([4.2] * 40) == []
+    (change,) = find_changes([1.0] * 10 + [2.0] * 10)
+    assert (change.index, change.before, change.after, change.rel_change) == (10, 1.0, 2.0, 1.0)
+
+
+def test_values_not_all_positive_are_segmented_as_they_are() -> None:
+    values = [v - 1.0 for v in noisy([(20, 1.0), (20, 1.5)], 0.02, seed=5)]
+    (change,) = find_changes(values)
+    assert change.index == 20
+    assert change.after > change.before
+    assert change.rel_change > 0  # relative to |before|, whatever before's sign
+
+
+def test_long_series_is_located_exactly() -> None:
+    n = FULL_GRID_MAX * 2 + 500
+    values = noisy([(2501, 1.0), (n - 2501, 1.08)], 0.03, seed=6)
+    changes = find_changes(values)
+    assert [c.index for c in changes] == [2501]
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_not_finite_values_are_refused(bad: float) -> None:
+    values = [1.0, 1.1, 1.0, bad, 1.0, 1.2, 1.1]
+    with pytest.raises(EdgeEnergyError, match=r"at run 3: .*finite"):
+        find_changes(values)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"values": [1.0, "x"]}, "'x' at run 1: expected a number"),
+        ({"values": [1.0] * 8, "min_size": 0}, "min_size 0: expected a whole number"),
+        ({"values": [1.0] * 8, "alpha": 1.5}, "alpha 1.5: expected a significance level"),
+        ({"values": [1.0] * 7 + [0.0], "log_scale": True}, "every value must be positive"),
+    ],
+)
+def test_bad_arguments_are_refused(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(EdgeEnergyError, match=match):
+        find_changes(**kwargs)  # type: ignore[arg-type]
+
+
+series = st.lists(st.floats(0.5, 2.0), min_size=0, max_size=60)
+
+
+@st.composite
+def stepped_series(draw: st.DrawFn) -> list[float]:
+    values = draw(series)
+    if values:
+        at = draw(st.integers(0, len(values)))
+        factor = draw(st.sampled_from([1.0, 0.7, 1.3, 2.0]))
+        values = values[:at] + [v * factor for v in values[at:]]
+    return values
+
+
+@settings(max_examples=60, deadline=None)
+@given(stepped_series(), st.floats(1e-3, 1e3))
+def test_rescaling_keeps_the_changes(values: list[float], scale: float) -> None:
+    before = [c.index for c in find_changes(values)]
+    assert [c.index for c in find_changes([v * scale for v in values])] == before
+
+
+@settings(max_examples=60, deadline=None)
+@given(stepped_series(), st.integers(1, 6))
+def test_levels_are_at_least_min_size_runs_long(values: list[float], min_size: int) -> None:
+    indices = [c.index for c in find_changes(values, min_size=min_size)]
+    edges = [0, *indices, len(values)]
+    assert not indices or all(b - a >= min_size for a, b in itertools.pairwise(edges))

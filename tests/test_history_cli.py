@@ -1,0 +1,173 @@
+"""`edgeenergy history gate` and `history changes` over a real SQLite history.
+
+The histories are built from the project's synthetic reports (the same generator the
+benchmarks use): seeded noise, an energy scale for a regression or a step, and a git
+commit per run, added with `edgeenergy history add` as CI would.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.report.synthetic import synthetic_report
+
+START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+STEP_AT = 8
+"""The run of the step history where the new level starts."""
+
+
+def write_run(
+    path: Path, i: int, *, scale: float = 1.0, model: str = "agx-orin", seed: int | None = None
+) -> Path:
+    report = synthetic_report(
+        sim_model=model,
+        workloads=("resnet18",),
+        batch_sizes=(8, 16),
+        gpu_freqs_hz=(612e6,),
+        noise=0.02,
+        energy_scale=scale,
+        seed=i if seed is None else seed,
+        started_at=START + timedelta(hours=i),
+    )
+    report["git"] = {"commit": f"{i:02d}" + "ab" * 19, "dirty": False}
+    path.write_text(json.dumps(report))
+    return path
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def baseline_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """Five runs of one virtual AGX Orin on main."""
+    db = tmp_path / "h.db"
+    paths = [str(write_run(tmp_path / f"r{i}.json", i)) for i in range(5)]
+    code, out, err = run_cli(capsys, "history", "add", *paths, "--db", str(db), "--branch", "main")
+    assert code == 0, err
+    assert out.count("added run") == 5
+    return db
+
+
+def test_gate_passes_the_same_energy_and_fails_a_regression(
+    baseline_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(baseline_db)
+    same = write_run(tmp_path / "same.json", 10)
+    code, out, err = run_cli(
+        capsys, "history", "gate", str(same), "--fail", "energy_per_item:mean:10%", "--db", db
+    )
+    assert code == 0, out + err
+    assert "the last 5 runs of" in out and "gate passed" in out and "REGRESSION" not in out
+
+    slower = write_run(tmp_path / "slower.json", 11, scale=1.3)
+    code, out, _ = run_cli(
+        capsys, "history", "gate", str(slower), "--fail", "energy_per_item:mean:10%",
+        "--db", db, "--window", "3", "--branch", "main",
+    )  # fmt: skip
+    assert code == 1
+    assert "the last 3 runs of" in out and "on branch main" in out
+    assert "REGRESSION" in out and "gate FAILED" in out
+
+
+def test_gate_without_earlier_runs_passes_saying_so(
+    baseline_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(baseline_db)
+    new = write_run(tmp_path / "new.json", 10, scale=1.3)
+    # another branch, then another device: nothing to gate against, said, not failed
+    for argv, device in (
+        (["--branch", "dev"], "on branch dev"),
+        ([], "orin-nano"),
+    ):
+        path = new if device != "orin-nano" else write_run(tmp_path / "o.json", 1, model=device)
+        code, out, _ = run_cli(
+            capsys, "history", "gate", str(path), "--fail", "energy_per_item:mean:5%",
+            "--db", db, *argv,
+        )  # fmt: skip
+        assert code == 0
+        assert "no earlier run of" in out and device in out
+        assert "nothing to gate against yet" in out
+
+
+def test_gate_bad_input_is_exit_2(
+    baseline_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(baseline_db)
+    new = write_run(tmp_path / "new.json", 10)
+    code, _, err = run_cli(
+        capsys, "history", "gate", str(new), "--fail", "mean:energy:5%", "--db", db
+    )
+    assert code == 2 and "gate expression 'mean:energy:5%'" in err
+    code, _, err = run_cli(
+        capsys, "history", "gate", str(new), "--fail", "memory_peak:max:5%", "--db", db
+    )
+    assert code == 2 and "memory_peak" in err  # a metric the run does not carry
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    code, _, err = run_cli(
+        capsys, "history", "gate", str(broken), "--fail", "energy_per_item:mean:5%", "--db", db
+    )
+    assert code == 2 and str(broken) in err
+    code, _, err = run_cli(
+        capsys, "history", "gate", str(new), "--fail", "energy_per_item:mean:5%", "--window", "0"
+    )
+    assert code == 2 and "--window" in err
+
+
+@pytest.fixture
+def step_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """16 runs; from run STEP_AT on every energy is 15 % higher."""
+    db = tmp_path / "h.db"
+    paths = [
+        str(write_run(tmp_path / f"r{i}.json", i, scale=1.15 if i >= STEP_AT else 1.0))
+        for i in range(16)
+    ]
+    code, _, err = run_cli(capsys, "history", "add", *paths, "--db", str(db))
+    assert code == 0, err
+    return db
+
+
+def test_changes_finds_the_step_with_its_commits(
+    step_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(
+        capsys, "history", "changes", "--metric", "energy_per_item", "--json", "--db", str(step_db)
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["series"] == 2  # two batch sizes at one operating point
+    assert len(data["changes"]) == 2
+    for change in data["changes"]:
+        assert change["runs_before"] == STEP_AT and change["runs_after"] == 16 - STEP_AT
+        assert change["commits"] == [f"{STEP_AT - 1:02d}" + "ab" * 19, f"{STEP_AT:02d}" + "ab" * 19]
+        assert change["change_pct"] == pytest.approx(15.0, abs=3.0)
+        assert change["p_value"] <= 0.05
+    code, out, _ = run_cli(
+        capsys, "history", "changes", "--metric", "energy_per_item", "--db", str(step_db)
+    )
+    assert code == 0
+    assert f"{STEP_AT - 1:02d}abababab..{STEP_AT:02d}abababab" in out
+    assert "2 changes in 2 series" in out
+
+
+def test_changes_filters_by_time_and_test(
+    step_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(step_db)
+    later = (START + timedelta(days=30)).date().isoformat()
+    code, out, _ = run_cli(capsys, "history", "changes", "--since", later, "--db", db)
+    assert code == 0 and out.startswith("0 changes in 0 series;")
+    code, out, _ = run_cli(
+        capsys, "history", "changes", "--test", "nothing-like-this*", "--json", "--db", db
+    )
+    assert code == 0 and json.loads(out) == {"series": 0, "changes": []}
+    code, _, err = run_cli(capsys, "history", "changes", "--since", "yesterday", "--db", db)
+    assert code == 2 and "'yesterday' is not a date" in err
