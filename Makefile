@@ -26,7 +26,8 @@ SUITE_ARGS ?= --power-mode=$(POWER_MODE) --edge-items=16 --edge-repeats=3 --batc
 # torch from a local folder does not match PyPI's torchvision.
 TORCH_SPEC ?= torch==2.13.0 torchvision==0.28.0
 # The history tests start a real PostgreSQL server (tests/pg_server.py): Debian's
-# postgresql package is installed when its initdb is missing.
+# postgresql package is installed when its initdb is missing. The fleet page's test opens
+# the page in headless Chromium: Debian's chromium package, installed when missing.
 
 $(STAMP): $(BUILD_INPUTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +38,10 @@ $(STAMP): $(BUILD_INPUTS)
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null 2>&1 || \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) || \
 	    echo 'make: no PostgreSQL server binaries (initdb) and apt-get could not install postgresql: the history tests need them' >&2
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	    (apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1) || \
+	    echo 'make: no chromium and apt-get could not install it: the fleet page test (tests/test_history_page.py) opens the page in headless Chromium' >&2
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

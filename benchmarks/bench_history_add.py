@@ -10,7 +10,9 @@ builder and table (filled in large transactions, not timed), then times, on that
 * ``series one``: one test's series (one device, one test id, one metric: what a gate
   against the history reads), median of 5;
 * ``series all``: every series of one metric (what ``history changes`` reads per metric),
-  and every series of every metric (3 M points).
+  and every series of every metric (3 M points);
+* ``gate``: ``edgeenergy history gate`` of a new report against its device's last 10 runs
+  (the whole command), median of 3.
 
 Target (issue 22): ``history add`` of one report <= 1 s at 10,000 runs x 300 results (3 M
 rows). Run ``python benchmarks/bench_history_add.py [--runs N]`` or ``pytest
@@ -114,6 +116,7 @@ def report(runs: int) -> str:
             t = time.perf_counter()
             whole = store.series()
             whole_s = time.perf_counter() - t
+        gate_s = _median_s(lambda: _gate(files[5], db), times=3)
         size_mb = db.stat().st_size / 1e6
     lines = [
         f"history of {runs:,} runs x 300 results = {rows:,} rows "
@@ -124,8 +127,23 @@ def report(runs: int) -> str:
         f"{'series of one test x metric':<34} {one_s:>9.3f}  ({len(one.points):,} points)",
         f"{'every series of one metric':<34} {all_s:>9.3f}  ({len(every)} series)",
         f"{'every series, every metric':<34} {whole_s:>9.3f}  ({len(whole)} series)",
+        f"{'history gate, 10 runs, 50 tests':<34} {gate_s:>9.3f}  (the whole command)",
     ]
     return "\n".join(lines)
+
+
+def _gate(report_path: Path, db: Path) -> None:
+    """``edgeenergy history gate`` of a new report against the device's last 10 runs (the
+    whole command: load and validate the report, read the runs, judge; output discarded)."""
+    import contextlib
+    import io
+
+    from pytest_edgeenergy.history.cli import history_main
+
+    argv = ["gate", str(report_path), "--fail", "energy_per_item:mean:5%", "--db", str(db)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        status = history_main(argv)
+    assert status in (0, 1), status
 
 
 def test_history_add(benchmark: Any) -> None:

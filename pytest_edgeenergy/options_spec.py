@@ -79,6 +79,7 @@ LOCK_TIMEOUT_S = FloatRange(0.0, 86400.0, "s")
 BATCH_SIZE = IntRange(1, 65536)
 TRIALS = IntRange(1, 10000)
 SEED = IntRange(0, 2**32 - 1)
+HISTORY_WINDOW = IntRange(1, 1000, "runs")
 """numpy's and optuna's seed range."""
 POWER_BUDGET_W = FloatRange(0.0, 5000.0, "W", above_low=True)
 """Up to the power readers' plausibility limit (``meters.ina.MAX_PLAUSIBLE_W``)."""
@@ -459,6 +460,41 @@ GATE_OPTIONS: dict[str, Option] = {
         "or runs, or a failed or invalid result on either side) fails it too",
         None,
         kind="flag",
+    ),
+    "history": Option(
+        "--edge-history",
+        "edge_history",
+        "EDGEENERGY_HISTORY",
+        "energy history database (a SQLite file, sqlite:///PATH or postgresql://...): "
+        "--edge-fail gates against its newest runs of this device instead of a baseline",
+        None,
+        metavar="DB",
+    ),
+    "history_add": Option(
+        "--edge-history-add",
+        "edge_history_add",
+        "EDGEENERGY_HISTORY_ADD",
+        "after the run (and its gate), add its report to the history database",
+        None,
+        kind="flag",
+    ),
+    "history_branch": Option(
+        "--edge-history-branch",
+        "edge_history_branch",
+        "EDGEENERGY_HISTORY_BRANCH",
+        "git branch: the gate reads only the history's runs of this branch, and an added "
+        "run is recorded with it (reports carry the commit only)",
+        None,
+        metavar="NAME",
+    ),
+    "history_window": Option(
+        "--edge-history-window",
+        "edge_history_window",
+        "EDGEENERGY_HISTORY_WINDOW",
+        "how many of the device's newest runs in the history the gate reads (default 10)",
+        "10",
+        metavar="N",
+        allowed=HISTORY_WINDOW,
     ),
 }
 """The regression gate (``--edge-fail`` in pytest, ``edgeenergy compare --fail``)."""

@@ -61,6 +61,7 @@ INT_OPTIONS = [o for o in ALL_OPTIONS if isinstance(o.allowed, IntRange)]
 RANGES = {
     "--edge-interval-ms": ">= 0.1 and <= 1000 ms",
     "--edge-idle-s": ">= 0 and <= 600 s",
+    "--edge-history-window": ">= 1 and <= 1000 runs",
     "--edge-settle-s": ">= 0 and <= 600 s",
     "--edge-lock-timeout": ">= 0 and <= 86400 s",
     "--batch-size": ">= 1 and <= 65536",

@@ -1,12 +1,15 @@
 """The CI recipe in examples/ci/: a GitHub Actions workflow for self-hosted Jetson runners.
 
 actionlint checks the workflow; its own steps' shell scripts are then run here as the runner
-would run them: the benchmark step on a virtual Orin Nano (its pytest command line taken
-from the workflow, ``suites/`` swapped for a tiny benchmark), the comparison step with the
-real ``edgeenergy compare``, the pruning of old baselines on plain files, and a pull
-request's A/B step (its ``edgeenergy ab`` command line, the base commit swapped for a
-directory). The scenarios are the ones the README promises: first run, steady state, a
-baseline from another device, a pull request measured beside its base.
+would run them: a board job's checkout of the history, its benchmark step on a virtual Orin
+Nano (its pytest command line taken from the workflow, ``suites/`` swapped for a tiny
+benchmark) gating against the history, its summary step with the real ``edgeenergy``; the
+fan-in job's steps (the boards' comparison, the runs recorded, changes, the fleet page) with
+a SQLite history committed to a branch of a local bare repository standing in for GitHub's,
+and with a real PostgreSQL server; and a pull request's A/B step (its ``edgeenergy ab``
+command line, the base commit swapped for a directory). The scenarios are the ones the
+README promises: first run, steady state, a regression, another workflow run pushing the
+history first, a pull request measured beside its base.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import re
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -34,11 +38,14 @@ BOARD = "orin-nano"
 # a fixed time per item (a sleep) on a virtual board whose utilisation is pinned, so energy
 # per item depends on neither this machine's speed nor its other load.
 TINY = """
+import os
 import time
+
+SLEEP_S = float(os.environ.get("CI_TINY_SLEEP_S", "0.01"))
 
 
 def test_hash(edge_bench, operating_point):
-    edge_bench.run(lambda: time.sleep(0.01), items_per_call=1, params={"workload": "sleep"})
+    edge_bench.run(lambda: time.sleep(SLEEP_S), items_per_call=1, params={"workload": "sleep"})
 """
 # Small counts (with a virtual board); the workflow's own options stay, repeats included.
 SMALL = [
@@ -193,16 +200,23 @@ def workflow() -> dict[str, Any]:
     return _load(WORKFLOW.read_text(encoding="utf-8"))
 
 
-def _job(workflow: dict[str, Any]) -> dict[str, Any]:
+def _job(workflow: dict[str, Any], job: str = "energy") -> dict[str, Any]:
     jobs = workflow["jobs"]
-    assert len(jobs) == 1, list(jobs)
-    return next(iter(jobs.values()))
+    assert set(jobs) == {"energy", "history"}, list(jobs)  # the boards, then the fan-in
+    return dict(jobs[job])
 
 
-def _step(workflow: dict[str, Any], *, uses: str = "", name: str = "", id: str = "") -> dict:
-    found = [
+def _step(
+    workflow: dict[str, Any],
+    *,
+    uses: str = "",
+    name: str = "",
+    id: str = "",
+    job: str = "energy",
+) -> dict[str, Any]:
+    found: list[dict[str, Any]] = [
         s
-        for s in _job(workflow)["steps"]
+        for s in _job(workflow, job)["steps"]
         if (uses and s.get("uses", "").startswith(uses + "@"))
         or (name and s.get("name") == name)
         or (id and s.get("id") == id)
@@ -211,8 +225,8 @@ def _step(workflow: dict[str, Any], *, uses: str = "", name: str = "", id: str =
     return found[0]
 
 
-def _index(workflow: dict[str, Any], step: dict[str, Any]) -> int:
-    return _job(workflow)["steps"].index(step)
+def _index(workflow: dict[str, Any], step: dict[str, Any], job: str = "energy") -> int:
+    return list(_job(workflow, job)["steps"]).index(step)
 
 
 # -- evaluating ${{ }} expressions ---------------------------------------------------------
@@ -259,9 +273,16 @@ def _render(template: Any, ctx: dict[str, Any]) -> str:
     return re.sub(r"\$\{\{(.*?)\}\}", one, str(template))
 
 
-def _context(workflow: dict[str, Any], event: str, ref_name: str = "main") -> dict[str, Any]:
+def _context(
+    workflow: dict[str, Any],
+    event: str,
+    ref_name: str = "main",
+    *,
+    board: str = BOARD,
+    secrets: dict[str, str] | None = None,
+) -> dict[str, Any]:
     include = _job(workflow)["strategy"]["matrix"]["include"]
-    matrix = next(entry for entry in include if entry["board"] == BOARD)
+    matrix = next(entry for entry in include if entry["board"] == board)
     # A scheduled run's event payload holds no repository.
     payload: dict[str, Any] = (
         {"schedule": "17 3 * * 1"}
@@ -278,13 +299,16 @@ def _context(workflow: dict[str, Any], event: str, ref_name: str = "main") -> di
             "run_attempt": "1",
             "event": payload,
         },
+        "secrets": dict(secrets or {}),  # an unset secret reads as null, as on GitHub
         "env": {},
     }
 
 
-def _step_env(workflow: dict[str, Any], step: dict[str, Any], ctx: dict[str, Any]) -> dict:
+def _step_env(
+    workflow: dict[str, Any], step: dict[str, Any], ctx: dict[str, Any], job: str = "energy"
+) -> dict[str, str]:
     env: dict[str, str] = {}
-    for level in (workflow, _job(workflow), step):
+    for level in (workflow, _job(workflow, job), step):
         for key, value in (level.get("env") or {}).items():
             ctx["env"] = dict(env)
             env[key] = _render(value, ctx)
@@ -335,28 +359,133 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _bench(
-    pytester: pytest.Pytester, workflow: dict[str, Any], event: str
+    pytester: pytest.Pytester, workflow: dict[str, Any], event: str, board: str = BOARD
 ) -> tuple[pytest.RunResult, dict[str, str]]:
-    ctx = _context(workflow, event)
+    ctx = _context(workflow, event, board=board)
     args = _pytest_args(workflow, ctx, pytester.path)
     env = _step_env(workflow, _step(workflow, id="bench"), ctx)
-    return pytester.runpytest_subprocess(*args, f"--edge-board=sim:{BOARD}", *SMALL), env
+    return pytester.runpytest_subprocess(*args, f"--edge-board=sim:{board}", *SMALL), env
+
+
+def _run_step(
+    cwd: Path,
+    workflow: dict[str, Any],
+    name: str,
+    ctx: dict[str, Any],
+    *,
+    job: str = "energy",
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """One named `run:` step with its env, if its `if:` holds; and the step summary it wrote."""
+    step = _step(workflow, name=name, job=job)
+    env = _step_env(workflow, step, ctx, job)
+    condition = step.get("if", "true").replace("always()", "true")
+    assert _evaluate(condition, {**ctx, "env": env}) is True, (name, condition)
+    summary = cwd / "step-summary.md"
+    summary.write_text("", encoding="utf-8")
+    done = _run_script(step["run"], {**env, "GITHUB_STEP_SUMMARY": str(summary)}, cwd)
+    return done, summary.read_text(encoding="utf-8")
 
 
 def _summary_step(
     pytester: pytest.Pytester, workflow: dict[str, Any], event: str
 ) -> tuple[subprocess.CompletedProcess[str], str]:
-    step = _step(workflow, name="Comparison in the step summary")
-    env = _step_env(workflow, step, _context(workflow, event))
-    summary = pytester.path / "step-summary.md"
-    summary.write_text("", encoding="utf-8")
-    done = _run_script(step["run"], {**env, "GITHUB_STEP_SUMMARY": str(summary)}, pytester.path)
-    return done, summary.read_text(encoding="utf-8")
+    ctx = _context(workflow, event)
+    return _run_step(pytester.path, workflow, "Comparison in the step summary", ctx)
 
 
-def _fresh_checkout(pytester: pytest.Pytester, keep: Path) -> None:
-    """What a new job sees: reports/ gone (uploaded as an artifact), baselines/ restored."""
-    shutil.move(str(pytester.path / "reports"), str(keep))
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.com", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, (args, done.stdout + done.stderr)
+    return done.stdout
+
+
+def _checkout(path: Path, origin: Path) -> None:
+    """What actions/checkout leaves: the repository at one commit, its remote `origin`."""
+    path.mkdir(exist_ok=True)
+    _git(path, "init", "-q", "-b", "main")
+    (path / "README.md").write_text("energy\n", encoding="utf-8")
+    _git(path, "add", "README.md")
+    _git(path, "commit", "-q", "-m", "main")
+    _git(path, "remote", "add", "origin", str(origin))
+
+
+def _origin(tmp_path: Path) -> Path:
+    """A bare repository standing in for the GitHub repository."""
+    origin = tmp_path / "origin.git"
+    _git(tmp_path, "init", "-q", "--bare", str(origin))
+    return origin
+
+
+def _new_board_job(pytester: pytest.Pytester, workflow: dict[str, Any]) -> None:
+    """What a new job on the board sees: reports/ and the history checkout gone."""
+    for name in ("reports", ".energy-history"):
+        shutil.rmtree(pytester.path / name, ignore_errors=True)
+    done, _ = _run_step(
+        pytester.path, workflow, "Check out the energy history", _context(workflow, "push")
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+FAN_IN = (
+    "Check out the energy history",
+    "Comparison of the boards",
+    "Record the runs",
+    "Changes in the step summary",
+    "Fleet page",
+)
+
+
+def _fan_in(
+    workflow: dict[str, Any],
+    job_dir: Path,
+    origin: Path,
+    reports: list[Path],
+    *,
+    secrets: dict[str, str] | None = None,
+    after_checkout: Any = None,
+) -> str:
+    """One run of the job "history" on push to main, in a fresh checkout: the boards'
+    artifacts downloaded (one directory each, as download-artifact writes them), then its
+    `run:` steps in order. Returns its step summary."""
+    _checkout(job_dir, origin)
+    ctx = _context(workflow, "push", secrets=secrets)
+    env = _step_env(workflow, {}, ctx, "history")
+    for report in reports:
+        artifact = job_dir / env["BOARD_REPORTS"] / f"{report.stem}-15W"
+        artifact.mkdir(parents=True)
+        shutil.copy(report, artifact)
+    summary = ""
+    for name in FAN_IN:
+        done, text = _run_step(job_dir, workflow, name, ctx, job="history")
+        assert done.returncode == 0, (name, done.stdout + done.stderr)
+        summary += text
+        if name == FAN_IN[0] and after_checkout is not None:
+            after_checkout()
+    return summary
+
+
+def _history_runs(origin: Path, tmp_path: Path) -> list[tuple[str, str]]:
+    """(branch, device) of every run in the SQLite file of origin's history branch."""
+    db = tmp_path / "history-now.db"
+    db.write_bytes(
+        subprocess.run(
+            ["git", "--git-dir", str(origin), "show", "energy-history:energy.db"],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout
+    )
+    with sqlite3.connect(db) as conn:
+        rows = list(conn.execute("SELECT branch, device_label FROM runs ORDER BY started_at"))
+    db.unlink()
+    return rows
 
 
 # -- the tests -----------------------------------------------------------------------------
@@ -410,47 +539,62 @@ def test_recipe_shape(workflow: dict[str, Any]) -> None:
 
     bench = _step(workflow, id="bench")
     assert "continue-on-error" not in bench  # the gate's exit status fails the job
-    restore = _step(workflow, uses="actions/cache/restore")
-    save = _step(workflow, uses="actions/cache/save")
+    checkout = _step(workflow, name="Check out the energy history")
     upload = _step(workflow, uses="actions/upload-artifact")
     summary = _step(workflow, name="Comparison in the step summary")
-    assert _index(workflow, restore) < _index(workflow, bench) < _index(workflow, save)
-    assert _index(workflow, bench) < _index(workflow, summary)
+    assert _index(workflow, checkout) < _index(workflow, bench) < _index(workflow, summary)
     assert upload["if"] == "always()"
     assert "${{ env.REPORT }}" in upload["with"]["path"]
     assert "${{ env.AB_REPORTS }}/" in upload["with"]["path"]
+    # The boards only read the history: no cache, no push, no write permission.
+    assert all("actions/cache" not in s.get("uses", "") for s in job["steps"])
+    assert "push" not in checkout["run"] and "permissions" not in job
+    assert workflow["permissions"] == {"contents": "read"}
 
     # A pull request runs the A/B step (after fetching its base), everything else the
-    # baseline gate; the summary step is the baseline gate's (ab writes its own verdict).
+    # history gate; the summary step is the history gate's (ab writes its own verdict).
     ab = _step(workflow, id="ab")
     fetch = _step(workflow, name="Fetch the base commit")
     assert "continue-on-error" not in ab
     assert _index(workflow, fetch) < _index(workflow, ab) < _index(workflow, upload)
 
-    def runs(step: dict[str, Any], event: str) -> bool:
-        condition = step.get("if", "true").replace("always()", "true")  # a job that goes on
-        return _evaluate(condition, _context(workflow, event)) is True
+    def runs(step: dict[str, Any], event: str, job: str = "energy", ref: str = "main") -> bool:
+        ctx = _context(workflow, event, ref)
+        ctx["env"] = _step_env(workflow, step, ctx, job)
+        ctx["needs"] = {}
+        # a job that goes on, not cancelled
+        condition = step.get("if", "true").replace("always()", "true")
+        return _evaluate(condition.replace("!cancelled()", "true"), ctx) is True
 
     for event in ("pull_request", "push", "schedule", "workflow_dispatch"):
         pr = event == "pull_request"
         assert runs(ab, event) is runs(fetch, event) is pr, event
-        assert runs(bench, event) is runs(restore, event) is (not pr), event
+        assert runs(bench, event) is runs(checkout, event) is (not pr), event
         assert runs(summary, event) is (not pr), event
     assert "always()" in summary["if"]
-    # What main saves, later runs restore: the save key starts with the restore prefix.
-    assert save["with"]["key"].startswith(restore["with"]["restore-keys"])
-    assert save["with"]["path"] == restore["with"]["path"] == "${{ env.EDGE_BASELINES }}"
-    assert "env.SAVE_BASELINE == 'true'" in save["if"]
 
-    # Only a run on the default branch saves a baseline; a fork's pull request never runs.
-    def env_of(event: str, ref_name: str = "main") -> dict[str, str]:
-        return _step_env(workflow, bench, _context(workflow, event, ref_name))
+    # The fan-in: after every board, whatever their verdict; the only job that writes.
+    fan_in = _job(workflow, "history")
+    assert fan_in["needs"] == "energy" and fan_in["runs-on"] == "ubuntu-latest"
+    assert "always()" in fan_in["if"] and "!cancelled()" in fan_in["if"]
+    assert fan_in["permissions"] == {"contents": "write"}
+    download = _step(workflow, uses="actions/download-artifact", job="history")
+    assert download["with"]["pattern"] == "energy-*"  # every board's artifact name
+    assert upload["with"]["name"].startswith("energy-")
+    record = _step(workflow, name="Record the runs", job="history")
+    assert _index(workflow, download, "history") < _index(workflow, record, "history")
+    for event in ("push", "schedule", "workflow_dispatch"):
+        assert runs(fan_in, event, "history"), event
+        assert runs(record, event, "history"), event
+    assert not runs(fan_in, "pull_request", "history")
+    assert not runs(record, "workflow_dispatch", "history", ref="feature")  # main only
 
-    assert env_of("push")["SAVE_BASELINE"] == "true"
-    assert env_of("workflow_dispatch")["SAVE_BASELINE"] == "true"
-    assert env_of("schedule")["SAVE_BASELINE"] == "true"
-    assert env_of("push", "feature")["SAVE_BASELINE"] == "false"
-    assert env_of("pull_request")["SAVE_BASELINE"] == "false"
+    # The history: the secret's PostgreSQL URL when set, else the SQLite file.
+    ctx = _context(workflow, "push")
+    assert _step_env(workflow, bench, ctx)["EDGE_HISTORY"] == ".energy-history/energy.db"
+    ctx = _context(workflow, "push", secrets={"EDGE_HISTORY_URL": "postgresql://h/db"})
+    assert _step_env(workflow, bench, ctx)["EDGE_HISTORY"] == "postgresql://h/db"
+
     ctx = _context(workflow, "pull_request")
     ctx["github"]["event"]["pull_request"] = {"head": {"repo": {"full_name": "fork/repo"}}}
     assert _evaluate(job["if"], ctx) is False
@@ -458,70 +602,114 @@ def test_recipe_shape(workflow: dict[str, Any]) -> None:
     assert _evaluate(job["if"], ctx) is True
 
 
-def test_first_run_then_steady_state(
-    pytester: pytest.Pytester, workflow: dict[str, Any], tmp_path: Path
+def test_history_branch_first_run_steady_state_then_regression(
+    pytester: pytest.Pytester,
+    workflow: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytester.makepyfile(test_ci_tiny=TINY)
-    baselines = pytester.path / "baselines"
+    origin = _origin(tmp_path)
+    _checkout(pytester.path, origin)
 
-    # First run, on main: no baseline yet (not even the directory): passes, saves one.
+    # First run on main: no history branch yet, nothing to gate against: passes.
+    _new_board_job(pytester, workflow)
     first, env = _bench(pytester, workflow, "push")
     assert first.ret == 0, first.stdout.str() + first.stderr.str()
-    first.stdout.fnmatch_lines(["*no baseline*", "*baseline saved to*"])
-    assert len(list(baselines.glob("*.json"))) == 1
+    first.stdout.fnmatch_lines(["*no earlier run of sim:orin-nano*nothing to gate against yet*"])
     report = pytester.path / env["REPORT"]
-    assert report.is_file()
     from pytest_edgeenergy.report.load import load_report
 
     tests = load_report(report)["tests"]
     assert tests[0]["params"]["operating_point"]["requested"]["power_mode"] == "15W"
     assert len(tests[0]["metrics"]["energy_per_item"]["samples"]) >= 4  # enough for p < 0.05
-    # Its summary: the run's table; the only baseline is this run itself, never its own.
     done, summary = _summary_step(pytester, workflow, "push")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert summary.startswith("### Energy comparison") and "no baseline" in summary
+    assert summary.startswith("### Energy comparison") and "nothing to gate against" in summary
+    # The board job did not write the history.
+    assert "energy-history" not in _git(pytester.path, "ls-remote", "origin")
 
-    # Steady state, the next push to main in a fresh job: gated against main's baseline,
-    # passes, and joins the baselines.
-    _fresh_checkout(pytester, tmp_path / "artifact-1")
+    # The fan-in creates the history branch with this run, recorded on main.
+    summary = _fan_in(workflow, tmp_path / "fan-in-1", origin, [report])
+    assert _history_runs(origin, tmp_path) == [("main", "sim:orin-nano (simulated)")]
+    assert "### Energy history: changes on main" in summary
+    assert (tmp_path / "fan-in-1" / "reports" / "energy-history.html").is_file()
+
+    # Steady state: the next push, a fresh job, gated against main's run in the history.
+    _new_board_job(pytester, workflow)
     second, _ = _bench(pytester, workflow, "push")
     out = second.stdout.str()
     assert second.ret == 0, out + second.stderr.str()
-    assert "against baselines/sim-orin-nano-" in out and "edgeenergy gate: passed" in out
-    assert "baseline saved to" in out
-    assert report.is_file()
-    assert len(list(baselines.glob("*.json"))) == 2
-
-    # The step summary: Markdown from edgeenergy compare, the gate naming main's baseline.
+    assert "the last 1 runs of sim:orin-nano" in out and "edgeenergy gate: passed" in out
     done, summary = _summary_step(pytester, workflow, "push")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert summary.startswith("### Energy comparison")
-    assert "| workload |" in summary and "|---|" in summary
-    assert "Energy gate:" in summary and "against baselines/sim-orin-nano-" in summary
-    assert (pytester.path / "reports" / "comparison.md").read_text(encoding="utf-8") in summary
+    assert "| workload |" in summary and "gate passed" in summary.lower()
+
+    # Its fan-in, while another workflow run pushes to the history branch first: the push
+    # is refused, the branch fetched again, the run added to it, and pushed.
+    def other_run_pushes() -> None:
+        other = tmp_path / "other"
+        _git(tmp_path, "clone", "-q", "-b", "energy-history", str(origin), str(other))
+        (other / "notes.txt").write_text("another run\n", encoding="utf-8")
+        _git(other, "add", "notes.txt")
+        _git(other, "commit", "-q", "-m", "another run")
+        _git(other, "push", "-q", "origin", "HEAD:energy-history")
+
+    _fan_in(workflow, tmp_path / "fan-in-2", origin, [report], after_checkout=other_run_pushes)
+    assert [branch for branch, _ in _history_runs(origin, tmp_path)] == ["main", "main"]
+    files = _git(tmp_path, "--git-dir", str(origin), "ls-tree", "--name-only", "energy-history")
+    assert files.split() == ["energy.db", "notes.txt"]
+
+    # A regression (30 % more energy per item) fails the board job.
+    _new_board_job(pytester, workflow)
+    monkeypatch.setenv("CI_TINY_SLEEP_S", "0.013")
+    third, _ = _bench(pytester, workflow, "push")
+    assert third.ret == 1, third.stdout.str() + third.stderr.str()
+    third.stdout.fnmatch_lines(["*the last 2 runs of sim:orin-nano*", "*REGRESSION*"])
+    done, summary = _summary_step(pytester, workflow, "push")
+    assert done.returncode == 0, done.stdout + done.stderr  # the benchmark step failed the job
+    assert "REGRESSION" in summary
 
 
-def test_baseline_from_another_device_is_no_baseline(
-    pytester: pytest.Pytester, workflow: dict[str, Any]
+def test_fan_in_with_postgresql_compares_the_boards_and_records_them(
+    pytester: pytest.Pytester, workflow: dict[str, Any], tmp_path: Path
 ) -> None:
+    from pg_server import pg_server
+
     pytester.makepyfile(test_ci_tiny=TINY)
-    # The only baseline is a Jetson Nano's (another virtual model: another fingerprint).
-    saved = pytester.runpytest_subprocess(
-        "--edge-board=sim:nano",
-        "--edge-report=other.json",
-        "--edge-save-baseline=baselines",
-        *SMALL,
-    )
-    assert saved.ret == 0, saved.stdout.str()
-    assert len(list((pytester.path / "baselines").glob("sim-nano-*.json"))) == 1
+    origin = _origin(tmp_path)
+    with pg_server() as url:
+        secrets = {"EDGE_HISTORY_URL": url}
+        reports = []
+        for board in ("orin-nano", "orin-nx"):
+            ctx = _context(workflow, "push", board=board, secrets=secrets)
+            args = _pytest_args(workflow, ctx, pytester.path)
+            env = _step_env(workflow, _step(workflow, id="bench"), ctx)
+            assert env["EDGE_HISTORY"] == url
+            assert f"--edge-history={url}" in args
+            done = pytester.runpytest_subprocess(*args, f"--edge-board=sim:{board}", *SMALL)
+            assert done.ret == 0, done.stdout.str()
+            done.stdout.fnmatch_lines(["*no earlier run of*nothing to gate against yet*"])
+            assert "secret-pw" not in done.stdout.str()
+            reports.append(pytester.path / env["REPORT"])
 
-    result, _ = _bench(pytester, workflow, "push")
-    assert result.ret == 0, result.stdout.str() + result.stderr.str()
-    result.stdout.fnmatch_lines(["*no baseline for this device*"])
+        summary = _fan_in(workflow, tmp_path / "fan-in", origin, reports, secrets=secrets)
+        # One table, both boards side by side; no SQLite file, no history branch.
+        assert summary.startswith("### Energy comparison")
+        assert "orin-nano" in summary and "orin-nx" in summary
+        assert "### Energy history: changes on main" in summary
+        assert "energy-history" not in _git(tmp_path, "--git-dir", str(origin), "branch")
+        assert not (tmp_path / "fan-in" / ".energy-history").exists()
+        assert (tmp_path / "fan-in" / "reports" / "energy-history.html").is_file()
 
-    done, summary = _summary_step(pytester, workflow, "push")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "no baseline for this device" in summary
+        # The next push on the Orin Nano, a fresh job, is gated against its run in PostgreSQL.
+        shutil.rmtree(pytester.path / "reports")
+        ctx = _context(workflow, "push", secrets=secrets)
+        args = _pytest_args(workflow, ctx, pytester.path)
+        again = pytester.runpytest_subprocess(*args, f"--edge-board=sim:{BOARD}", *SMALL)
+        out = again.stdout.str()
+        assert again.ret == 0, out
+        assert "the last 1 runs of sim:orin-nano" in out and "edgeenergy gate: passed" in out
 
 
 def test_summary_step_without_a_report_says_so(
@@ -530,28 +718,6 @@ def test_summary_step_without_a_report_says_so(
     done, summary = _summary_step(pytester, workflow, "push")
     assert done.returncode == 0, done.stderr
     assert "no energy report" in summary
-
-
-def test_only_the_newest_baselines_are_kept(
-    pytester: pytest.Pytester, workflow: dict[str, Any]
-) -> None:
-    step = _step(workflow, name="Keep the newest baselines")
-    env = _step_env(workflow, step, _context(workflow, "push"))
-    keep = int(env["EDGE_KEEP"])
-    baselines = pytester.path / env["EDGE_BASELINES"]
-    baselines.mkdir()
-    files = [baselines / f"b{i}.json" for i in range(keep + 3)]
-    for age, path in enumerate(reversed(files)):  # b0 oldest
-        path.write_text("{}", encoding="utf-8")
-        os.utime(path, (1_700_000_000 - age * 60, 1_700_000_000 - age * 60))
-    (baselines / "notes.txt").write_text("kept", encoding="utf-8")
-    done = _run_script(step["run"], env, pytester.path)
-    assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in baselines.glob("*.json")) == [p.name for p in files[3:]]
-    assert (baselines / "notes.txt").exists()
-
-    shutil.rmtree(baselines)  # nothing saved (a run that stopped early): nothing to do
-    assert _run_script(step["run"], env, pytester.path).returncode == 0
 
 
 def _ab_args(workflow: dict[str, Any], ctx: dict[str, Any], cwd: Path) -> list[str]:

@@ -36,6 +36,8 @@ COMMAND_TIMEOUT_S = 120
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)")
 _MARKER = re.compile(r"^<!--\s*(?P<kind>[a-z-]+)\s*(?::\s*(?P<arg>.*?))?\s*-->$")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+_RULE = re.compile(r"(?<![^\s])-{2,}(?![^\s])")
+"""A run of dashes standing alone: a column's rule under a table's header."""
 _ABS_PATH = re.compile(r"(?<![\w.])/[\w.+@-]+(?:/[\w.+@*-]*)*")
 _LINK = re.compile(r"\[[^\]]*\]\((?P<target>[^)\s]+)\)")
 _INLINE_CODE = re.compile(r"`[^`]*`")
@@ -215,10 +217,11 @@ def commands(block: Block) -> list[tuple[str, list[str]]]:
 
 
 def skeleton(line: str) -> str:
-    """A line with numbers and absolute paths masked and spaces collapsed: what must match
-    between the output shown and a run of today."""
+    """A line with numbers and absolute paths masked, spaces collapsed and a table's rule
+    (``-------``, as wide as its column's widest number) one dash: what must match between
+    the output shown and a run of today."""
     masked = _NUMBER.sub("#", _ABS_PATH.sub("<path>", line))
-    return " ".join(masked.split())
+    return " ".join(_RULE.sub("-", masked).split())
 
 
 def _pages_to_run() -> list[tuple[Path, list[Block]]]:

@@ -12,13 +12,14 @@ import pytest
 # A fixed time per item (a sleep, EDGE_TEST_WORK times longer for a "slower" change) on a
 # virtual board whose utilisation is pinned (--edge-sim-load): energy per item then depends
 # on neither this machine's speed nor its other load, so "unchanged passes" holds on a
-# shared, noisy host.
+# shared, noisy host. 20 ms: a loaded host wakes a sleeper a few ms late, which must stay
+# well inside the gate's 50 % (the slower version is 4x the work).
 WORKLOAD = """
 import os, time
 import pytest
 
 def _work():
-    time.sleep(0.005 * int(os.environ.get("EDGE_TEST_WORK", "1")))
+    time.sleep(0.02 * int(os.environ.get("EDGE_TEST_WORK", "1")))
 
 def test_hash(edge_bench):
     edge_bench.run(_work, items_per_call=1, params={"workload": "sha256"})
@@ -75,7 +76,7 @@ def test_regression_fails_noise_passes_and_marker_overrides(
     saved = list(baselines.glob("*.json"))
     assert len(saved) == 1
 
-    gate = [f"--edge-baseline={baselines}", "--edge-fail=energy_per_item:mean:20%"]
+    gate = [f"--edge-baseline={baselines}", "--edge-fail=energy_per_item:mean:50%"]
     same = _run(pytester, "orin-nano", tmp_path / "b.json", *gate)
     assert same.ret == 0, same.stdout.str()
     same.stdout.fnmatch_lines(["*energy gate*", "*edgeenergy gate: passed*"])

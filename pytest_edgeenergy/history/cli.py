@@ -1,5 +1,6 @@
 """``edgeenergy history``: the energy history's commands: ``add`` reports, ``gate`` a report
-against the history of its device, list ``changes`` over every series.
+against the history of its device, list ``changes`` over every series, write the fleet
+page (``html``), ``export`` a run for Bencher or github-action-benchmark.
 
 Exit codes as the rest of ``edgeenergy``: 0 done (a gate passed), 1 a gate failed, 2 bad
 input (a report that cannot be read, a database that cannot be opened, a bad expression),
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_edgeenergy.errors import EdgeEnergyError
 from pytest_edgeenergy.extras import require
 from pytest_edgeenergy.history.errors import HistoryError
+from pytest_edgeenergy.history.gate import DEFAULT_WINDOW
 from pytest_edgeenergy.ranges import FloatRange, IntRange
 
 if TYPE_CHECKING:
@@ -26,7 +29,6 @@ if TYPE_CHECKING:
 
 WINDOW_RUNS = IntRange(1, 1000, "runs")
 """``gate --window``: how many earlier runs of the device the gate reads."""
-DEFAULT_WINDOW = 10
 MIN_SIZE = IntRange(2, 1000, "runs")
 ALPHA = FloatRange(0.0, 0.5, "", above_low=True)
 
@@ -127,7 +129,33 @@ def _parser() -> argparse.ArgumentParser:
     )
     changes.add_argument("--json", action="store_true", help="machine-readable output")
     changes.add_argument("--db", metavar="URL_OR_PATH", help=DB_HELP)
+    _export_parser(sub)
+    _html_parser(sub)
     return p
+
+
+def _export_parser(sub: Any) -> None:
+    export = sub.add_parser(
+        "export",
+        help="one run as Bencher Metric Format or github-action-benchmark JSON",
+        description="Export a run for a dashboard: the report file given with --report (no "
+        "database needed), the run --run RUN_ID of the history, else the newest run of "
+        "each device in the history. Benchmarks are named 'TEST_ID | DEVICE | POINT'.",
+    )
+    export.add_argument(
+        "--format", required=True, metavar="FORMAT",
+        help="bencher (Bencher Metric Format) or github-action-benchmark "
+        "(customSmallerIsBetter; bigger-is-better metrics such as throughput left out)",
+    )  # fmt: skip
+    which = export.add_mutually_exclusive_group()
+    which.add_argument("--report", type=Path, metavar="PATH", help="a report file to export")
+    which.add_argument("--run", metavar="RUN_ID", help="a run of the history to export")
+    export.add_argument(
+        "--metric", nargs="+", action="extend", metavar="NAME",
+        help="metrics to export (default: energy_per_item, energy_j, latency_p90, throughput)",
+    )  # fmt: skip
+    export.add_argument("-o", "--output", type=Path, metavar="OUT", help="write to OUT")
+    export.add_argument("--db", metavar="URL_OR_PATH", help=DB_HELP)
 
 
 def _date(text: str) -> datetime:
@@ -152,6 +180,10 @@ def history_main(argv: Sequence[str]) -> int:
         return _guarded(_gate, args)
     if args.command == "changes":
         return _guarded(_changes, args)
+    if args.command == "export":
+        return _export(args)
+    if args.command == "html":
+        return _guarded(_html, args)
     raise AssertionError(args.command)  # pragma: no cover - argparse allows no other
 
 
@@ -201,9 +233,8 @@ def _open(args: argparse.Namespace) -> HistoryStore:
 
 
 def _gate(args: argparse.Namespace) -> int:
+    from pytest_edgeenergy.history.gate import history_verdict
     from pytest_edgeenergy.report.gate import (
-        GateVerdict,
-        evaluate,
         expr_metrics,
         gate_view,
         parse_expr,
@@ -211,31 +242,22 @@ def _gate(args: argparse.Namespace) -> int:
         require_carried,
     )
     from pytest_edgeenergy.report.load import load_report
-    from pytest_edgeenergy.report.model import device_label
 
     exprs = [parse_expr(e) for e in args.fail]
     report = load_report(args.report)
     require_carried(gate_view(report, expr_metrics(exprs)), exprs, str(args.report))
     with _open(args) as store:
-        baselines = store.baseline_reports(report, runs=args.window, branch=args.branch)
-        where = f"the history {store.name}"
-    device = device_label(report["device"])
-    on_branch = f" on branch {args.branch}" if args.branch else ""
-    if not baselines:
-        verdict = GateVerdict(baseline=where, new=str(args.report), device_matched=False)
-        verdict.messages.append(
-            f"no earlier run of {device}{on_branch} in {where}: nothing to gate against yet "
-            "(add this run with `edgeenergy history add`)"
-        )
-    else:
-        verdict = evaluate(
-            baselines,
+        verdict = history_verdict(
+            store,
             report,
             exprs,
+            window=args.window,
+            branch=args.branch,
             strict=args.fail_insufficient,
-            baseline_name=f"{where}: the last {len(baselines)} runs of {device}{on_branch}",
             new_name=str(args.report),
         )
+    if not verdict.device_matched:
+        verdict.messages.append("add this run with `edgeenergy history add`")
     print(render_verdict(verdict, args.format), end="")
     return 1 if verdict.failed else 0
 
@@ -308,3 +330,81 @@ def _changes_text(found: Sequence[dict[str, Any]], series: int) -> str:
 
 def _short(commit: str | None) -> str:
     return commit[:10] if commit else "?"
+
+
+def _export(args: argparse.Namespace) -> int:
+    from pytest_edgeenergy.history.export import FORMATS, render, stored_runs
+    from pytest_edgeenergy.report.load import load_report
+    from pytest_edgeenergy.report.writer import atomic_write_text
+
+    try:
+        if args.format not in FORMATS:  # before any file or database is read
+            _say(f"unknown export format {args.format!r}; allowed: {', '.join(FORMATS)}")
+            return 2
+        if args.report is not None:
+            reports = [load_report(args.report)]
+        else:
+            require("sqlalchemy", "history", "the energy history (edgeenergy history)")
+            with _open(args) as store:
+                reports = stored_runs(store, args.run)
+        text = render(reports, args.format, args.metric)
+        if args.output is None:
+            sys.stdout.write(text)
+        else:
+            atomic_write_text(args.output, [text])
+    except (EdgeEnergyError, OSError) as e:
+        _say(str(e))
+        return 2
+    return 0
+
+
+def _html_parser(sub: Any) -> None:
+    page = sub.add_parser(
+        "html",
+        help="one self-contained HTML page of the history: trends, changes, latest runs",
+        description="Write the fleet page: per board x test x operating point the trend of "
+        "--metric over the runs with its changes (as `history changes` finds them) and the "
+        "commits at each; the latest run of each board side by side; filters by board, "
+        "suite and operating point. One file, no network needed to view it.",
+    )
+    page.add_argument("out", type=Path, metavar="OUT.html", help="the page to write (replaced)")
+    page.add_argument(
+        "--metric",
+        default="energy_per_item",
+        metavar="NAME",
+        help="the metric to plot (default energy_per_item; energy_j where a test has none)",
+    )
+    page.add_argument("--test", metavar="PATTERN", help="a test id, or an fnmatch pattern")
+    page.add_argument("--since", type=_date, metavar="DATE", help="runs from DATE (ISO)")
+    page.add_argument("--branch", metavar="NAME", help="only runs recorded on this branch")
+    page.add_argument("--db", metavar="URL_OR_PATH", help=DB_HELP)
+
+
+def _html(args: argparse.Namespace) -> int:
+    from pytest_edgeenergy.history.page import fleet_page
+    from pytest_edgeenergy.report.writer import atomic_write_text
+
+    out: Path = args.out
+    where = out.parent
+    # said before the history is read and every figure drawn
+    why = None
+    if not where.is_dir():
+        why = f"no directory {where} (create it first)"
+    elif not os.access(where, os.W_OK):
+        why = f"the directory {where} is not writable"
+    elif out.is_dir():
+        why = "it is a directory"
+    if why is not None:
+        _say(f"cannot write the page {out}: {why}")
+        return 2
+    with _open(args) as store:
+        page = fleet_page(
+            store, metric=args.metric, test=args.test, since=args.since, branch=args.branch
+        )
+    try:
+        atomic_write_text(out, [page.html])
+    except OSError as e:
+        _say(f"cannot write the page {out}: {e.strerror or e}")
+        return 2
+    print(f"wrote {out}: {page.series} series, {page.changes} changes, {page.boards} boards")
+    return 0

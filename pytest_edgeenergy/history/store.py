@@ -347,7 +347,7 @@ class HistoryStore:
         ``branch`` when given, newest first, as report documents the gate reads (header:
         device, settings, times, git; every stored result of each test). The new run itself
         is left out, so a run already added is not its own baseline."""
-        runs_c, r = schema.runs.c, schema.results.c
+        runs_c = schema.runs.c
         query = (
             sa.select(schema.runs)
             .where(
@@ -362,30 +362,55 @@ class HistoryStore:
             query = query.where(runs_c.branch == branch)
         with self._begin(write=False) as conn:
             headers = [dict(row._mapping) for row in conn.execute(query)]
-            if not headers:
-                return []
-            tests: dict[str, dict[str, dict[str, Any]]] = {h["run_id"]: {} for h in headers}
-            rows = conn.execute(
-                sa.select(r.run_id, r.test_id, r.name, r.params, r.status, r.valid, r.metric,
-                          r.unit, r.value, r.stats, r.samples)
-                .where(r.run_id.in_(list(tests)))
-                .order_by(r.id)
-            )  # fmt: skip
-            for run_id, test_id, name, params, status, valid, metric, unit, value, stats, samples in rows:  # noqa: E501
-                test = tests[run_id].setdefault(
-                    test_id,
-                    {
-                        "id": test_id,
-                        "name": name,
-                        "params": params or {},
-                        "status": status,
-                        "validity": {"valid": valid} if valid is not None else None,
-                        "metrics": {},
-                    },
-                )
-                test["metrics"][metric] = {
-                    "unit": unit, "value": value, "stats": stats, "samples": samples or [],
-                }  # fmt: skip
+            return self._documents(conn, headers)
+
+    def run_reports(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """Run ``run_id`` (none when it is not there), or else the newest run of each
+        device, newest first, as report documents (see :meth:`baseline_reports`)."""
+        runs_c = schema.runs.c
+        query = sa.select(schema.runs).order_by(runs_c.started_at.desc(), runs_c.run_id.desc())
+        if run_id is not None:
+            query = query.where(runs_c.run_id == run_id)
+        with self._begin(write=False) as conn:
+            headers: list[dict[str, Any]] = []
+            seen: set[str] = set()
+            for row in conn.execute(query):
+                header = dict(row._mapping)
+                if header["device"] not in seen:
+                    seen.add(header["device"])
+                    headers.append(header)
+            return self._documents(conn, headers)
+
+    @staticmethod
+    def _documents(
+        conn: sa.Connection, headers: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """The report documents of the runs ``headers`` (rows of ``runs``), in their order."""
+        if not headers:
+            return []
+        r = schema.results.c
+        tests: dict[str, dict[str, dict[str, Any]]] = {h["run_id"]: {} for h in headers}
+        rows = conn.execute(
+            sa.select(r.run_id, r.test_id, r.name, r.params, r.status, r.valid, r.metric,
+                      r.unit, r.value, r.stats, r.samples)
+            .where(r.run_id.in_(list(tests)))
+            .order_by(r.id)
+        )  # fmt: skip
+        for run_id, test_id, name, params, status, valid, metric, unit, value, stats, samples in rows:  # noqa: E501
+            test = tests[run_id].setdefault(
+                test_id,
+                {
+                    "id": test_id,
+                    "name": name,
+                    "params": params or {},
+                    "status": status,
+                    "validity": {"valid": valid} if valid is not None else None,
+                    "metrics": {},
+                },
+            )
+            test["metrics"][metric] = {
+                "unit": unit, "value": value, "stats": stats, "samples": samples or [],
+            }  # fmt: skip
         return [_report_document(h, list(tests[h["run_id"]].values())) for h in headers]
 
     def _starts_with(self, column: sa.ColumnElement[str], head: str) -> sa.ColumnElement[bool]:

@@ -75,11 +75,20 @@ def pytest_configure(config: pytest.Config) -> None:
                 config.stash[ONLY_KEY] = selection
     except options.SettingsError as e:
         raise pytest.UsageError(str(e)) from None
-    if gate.baseline or gate.fail or gate.save_baseline or gate.fail_insufficient:
-        from .gating import check_options
+    if (
+        gate.baseline
+        or gate.fail
+        or gate.save_baseline
+        or gate.fail_insufficient
+        or gate.history
+        or gate.history_add
+        or gate.history_branch
+    ):
+        from .gating import check_history, check_options
 
         check_options(gate)
-    if gate.baseline is not None:
+        check_history(gate)
+    if gate.baseline is not None or (gate.history is not None and gate.fail):
         from ..extras import MissingExtra, require
 
         try:
@@ -285,7 +294,7 @@ def pytest_collection_modifyitems(
         from .bench_fixture import deselect
 
         deselect(config, es.bench_settings, items)
-    if es.gate is not None and es.gate.baseline is not None:
+    if es.gate is not None and (es.gate.baseline is not None or es.gate.history is not None):
         from .gating import check_markers
 
         check_markers(items)

@@ -1,5 +1,6 @@
-"""The regression gate in a pytest session (``--edge-baseline``/``--edge-fail``): its options
-checked before any test runs, its verdict at the end."""
+"""The regression gate in a pytest session (``--edge-baseline`` or ``--edge-history`` with
+``--edge-fail``): its options checked before any test runs, its verdict at the end, and the
+run added to the history (``--edge-history-add``)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,14 @@ def check_options(gate: GateSettings) -> None:
         raise pytest.UsageError(
             "--edge-fail-insufficient makes the gate strict, but no gate is given (--edge-fail)"
         )
+    if gate.history is not None and gate.baseline is not None:
+        raise pytest.UsageError(
+            f"--edge-history {gate.history} and --edge-baseline {gate.baseline}: the gate "
+            "judges against one of them; give one"
+        )
+    if gate.history is None and (gate.history_add or gate.history_branch is not None):
+        given = "--edge-history-add" if gate.history_add else "--edge-history-branch"
+        raise pytest.UsageError(f"{given} needs the history database: --edge-history=DB")
     baseline = gate.baseline
     if baseline is not None and baseline.suffix == ".json" and not baseline.exists():
         raise pytest.UsageError(f"--edge-baseline {baseline}: baseline file does not exist")
@@ -50,6 +59,27 @@ def check_options(gate: GateSettings) -> None:
     problem = _save_problem(target) if target is not None else None
     if problem is not None:
         raise pytest.UsageError(f"--edge-save-baseline {target}: {problem}")
+
+
+def check_history(gate: GateSettings) -> None:
+    """Open the history database once before any test runs (created, or migrated forward,
+    when needed), so that a database that cannot be used stops the run at its start rather
+    than after it: :class:`pytest.UsageError` naming it and why."""
+    if gate.history is None:
+        return
+    from ..errors import EdgeEnergyError
+    from ..extras import MissingExtra, require
+
+    try:
+        require("sqlalchemy", "history", "the energy history (--edge-history)")
+        from ..history.store import open_store
+
+        with open_store(gate.history):
+            pass
+    except MissingExtra as e:
+        raise pytest.UsageError(str(e)) from None
+    except (EdgeEnergyError, OSError) as e:
+        raise pytest.UsageError(f"--edge-history: {e}") from None
 
 
 def _save_problem(target: Path) -> str | None:
@@ -101,6 +131,12 @@ def run_gate(
     outcome: Outcome = "passed"
     if gate.baseline is not None and (gate.fail or overrides):
         outcome = _gate(gate, overrides, report_path, lines)
+    elif gate.history is not None and (gate.fail or overrides):
+        outcome = _gate_history(gate, overrides, report_path, lines)
+    if gate.history is not None and gate.history_add:
+        added = _add_to_history(gate, report_path, lines)
+        if not added and outcome == "passed":
+            outcome = "failed"
     if gate.save_baseline is not None:
         try:
             saved = save_baseline(report_path, gate.save_baseline)
@@ -147,6 +183,72 @@ def _gate(
         return "failed"
     lines.append("edgeenergy gate: passed")
     return "passed"
+
+
+def _gate_history(
+    gate: GateSettings, overrides: Mapping[str, Sequence[str]], report_path: Path, lines: list[str]
+) -> Outcome:
+    """The gate's verdict against the newest runs of this device in the history database,
+    as ``edgeenergy history gate`` gives it; lines appended to ``lines``."""
+    from ..errors import EdgeEnergyError
+    from ..history.gate import history_verdict
+    from ..history.store import open_store
+    from ..report.gate import GateExprError, render_verdict
+    from ..report.load import ReportError, load_report
+
+    assert gate.history is not None
+    try:
+        report = load_report(report_path)
+    except ReportError as e:
+        lines.append(f"edgeenergy gate: this run's report cannot be read: {e}")
+        return "failed"
+    try:
+        with open_store(gate.history) as store:
+            verdict = history_verdict(
+                store,
+                report,
+                gate.fail,
+                overrides,
+                window=gate.history_window,
+                branch=gate.history_branch,
+                strict=gate.fail_insufficient,
+            )
+    except (GateExprError, ReportError) as e:
+        lines.append(f"edgeenergy gate: usage error: {e}")
+        return "usage error"
+    except (EdgeEnergyError, OSError) as e:
+        lines.append(f"edgeenergy gate: --edge-history: {e}")
+        return "failed"
+    lines.append(render_verdict(verdict, "table"))
+    if verdict.failed:
+        lines.append(f"edgeenergy gate: FAILED ({verdict.failure_reason()})")
+        return "failed"
+    lines.append("edgeenergy gate: passed")
+    return "passed"
+
+
+def _add_to_history(gate: GateSettings, report_path: Path, lines: list[str]) -> bool:
+    """Add this run's report to the history (``--edge-history-add``); a run that could not
+    be added is one line naming the database and the report, and fails the session."""
+    from ..errors import EdgeEnergyError
+    from ..history.store import open_store
+
+    assert gate.history is not None
+    try:
+        with open_store(gate.history) as store:
+            done = store.add_report(report_path, branch=gate.history_branch)
+            name = store.name
+    except (EdgeEnergyError, OSError) as e:
+        lines.append(
+            f"edgeenergy: HISTORY NOT UPDATED: {e}; the report is {report_path} (add it "
+            "later with `edgeenergy history add`)"
+        )
+        return False
+    if done.added:
+        lines.append(f"edgeenergy: run {done.run_id} added to the history {name}")
+    else:
+        lines.append(f"edgeenergy: run {done.run_id} was in the history {name} already")
+    return True
 
 
 def _not_saved(directory: Path, report_path: Path, error: Exception) -> str:

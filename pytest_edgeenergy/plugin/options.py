@@ -27,6 +27,7 @@ from ..options_spec import (
     CONTROL_OPTIONS,
     GATE_OPTIONS,
     GRID_OPTIONS,
+    HISTORY_WINDOW,
     IDLE_S,
     INTERVAL_MS,
     LATENCY_BUDGET_S,
@@ -376,6 +377,11 @@ class GateSettings:
     fail: tuple[str, ...]
     save_baseline: Path | None
     fail_insufficient: bool = False
+    history: str | None = None
+    """The history database (``--edge-history``): the gate's baseline instead of a file."""
+    history_add: bool = False
+    history_branch: str | None = None
+    history_window: int = 10
 
 
 def add_gate_options(parser: pytest.Parser) -> None:
@@ -393,11 +399,21 @@ def build_gate(config: pytest.Config) -> GateSettings:
     v = lookup(config, GATE_OPTIONS["fail"], "edge_gate_fail")
     fail = tuple(e.strip() for e in v.text.split(",") if e.strip()) if v is not None else ()
     strict = lookup(config, GATE_OPTIONS["fail_insufficient"], "edge_gate_fail_insufficient")
+    def text(key: str) -> str | None:
+        v = lookup(config, GATE_OPTIONS[key], f"edge_gate_{key}")
+        return v.text.strip() or None if v is not None else None
+
+    add = lookup(config, GATE_OPTIONS["history_add"], "edge_gate_history_add")
+    window = lookup(config, GATE_OPTIONS["history_window"], "edge_gate_history_window")
     return GateSettings(
         one("baseline"),
         fail,
         one("save_baseline"),
         fail_insufficient=yes_no(strict) if strict is not None else False,
+        history=text("history"),
+        history_add=yes_no(add) if add is not None else False,
+        history_branch=text("history_branch"),
+        history_window=int(checked(window, HISTORY_WINDOW)) if window is not None else 10,
     )
 
 

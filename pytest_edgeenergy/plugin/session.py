@@ -444,7 +444,9 @@ class PluginSession:
                 self._engine.print_document()
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
             gate = self.gate
-            if gate is not None and (gate.baseline is not None or gate.save_baseline is not None):
+            if gate is not None and (
+                gate.baseline is not None or gate.save_baseline is not None or gate.history
+            ):
                 # a verdict or a baseline from a report that lacks results would mislead
                 self.gate_lines = [
                     "gate not run and no baseline saved: the report lacks results "
