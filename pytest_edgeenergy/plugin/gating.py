@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 import pytest
 
 if TYPE_CHECKING:
+    from ..report.gate import GateVerdict
     from .options import GateSettings
 
 Outcome = Literal["passed", "failed", "usage error"]
@@ -156,7 +157,7 @@ def _gate(
     is bad input, a usage error; so is an expression no result carries. Baselines made by
     ``edgeenergy ab`` are judged by its paired rule, others with a note on between-run drift
     (:func:`.report.paired.gate_baselines`)."""
-    from ..report.gate import GateExprError, render_verdict
+    from ..report.gate import GateExprError
     from ..report.load import ReportError, load_report
     from ..report.paired import gate_baselines
 
@@ -177,12 +178,7 @@ def _gate(
     except OSError as e:
         lines.append(f"edgeenergy gate: {baseline}: {e.strerror or e}")
         return "failed"
-    lines.append(render_verdict(verdict, "table"))
-    if verdict.failed:
-        lines.append(f"edgeenergy gate: FAILED ({verdict.failure_reason()})")
-        return "failed"
-    lines.append("edgeenergy gate: passed")
-    return "passed"
+    return _verdict_lines(verdict, lines)
 
 
 def _gate_history(
@@ -193,7 +189,7 @@ def _gate_history(
     from ..errors import EdgeEnergyError
     from ..history.gate import history_verdict
     from ..history.store import open_store
-    from ..report.gate import GateExprError, render_verdict
+    from ..report.gate import GateExprError
     from ..report.load import ReportError, load_report
 
     assert gate.history is not None
@@ -219,6 +215,13 @@ def _gate_history(
     except (EdgeEnergyError, OSError) as e:
         lines.append(f"edgeenergy gate: --edge-history: {e}")
         return "failed"
+    return _verdict_lines(verdict, lines)
+
+
+def _verdict_lines(verdict: GateVerdict, lines: list[str]) -> Outcome:
+    """The verdict's table and its last line appended to ``lines``; the outcome."""
+    from ..report.gate import render_verdict
+
     lines.append(render_verdict(verdict, "table"))
     if verdict.failed:
         lines.append(f"edgeenergy gate: FAILED ({verdict.failure_reason()})")
