@@ -207,9 +207,11 @@ class HistoryStore:
 
     def _version(self, conn: sa.Connection) -> int | None:
         """The database's schema version (None: no history yet); a newer one is refused."""
-        inspector = sa.inspect(conn)
-        if not inspector.has_table("schema_version"):
-            if inspector.has_table("runs") or inspector.has_table("results"):
+        # One look at the catalogue: under PostgreSQL's READ COMMITTED, separate looks could
+        # miss schema_version and then see the tables another process's migration just made.
+        tables = set(sa.inspect(conn).get_table_names())
+        if "schema_version" not in tables:
+            if tables & {"runs", "results"}:
                 raise HistoryError(
                     f"the database {self.name} holds tables 'runs' or 'results' that are "
                     "not an energy history (no schema_version table): give another database"
