@@ -171,3 +171,18 @@ def test_changes_filters_by_time_and_test(
     assert code == 0 and json.loads(out) == {"series": 0, "changes": []}
     code, _, err = run_cli(capsys, "history", "changes", "--since", "yesterday", "--db", db)
     assert code == 2 and "'yesterday' is not a date" in err
+
+
+def test_a_metric_the_history_does_not_hold_is_named_with_those_it_does(
+    step_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(step_db)
+    for argv in (
+        ["changes", "--metric", "energy_per_itm"],
+        ["html", str(tmp_path / "p.html"), "--metric", "energy_per_itm"],
+    ):
+        code, out, err = run_cli(capsys, "history", *argv, "--db", db)
+        assert code == 2 and out == ""
+        assert "--metric 'energy_per_itm'" in err
+        assert "its metrics: edp, energy_j, energy_per_item" in err
+    assert not (tmp_path / "p.html").exists()

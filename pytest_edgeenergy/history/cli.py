@@ -267,6 +267,7 @@ def _changes(args: argparse.Namespace) -> int:
 
     found: list[dict[str, Any]] = []
     with _open(args) as store:
+        _check_metric(store, args.metric)
         every = store.series(
             test=args.test, metric=args.metric, since=args.since, branch=args.branch
         )
@@ -300,6 +301,21 @@ def _changes(args: argparse.Namespace) -> int:
         return 0
     print(_changes_text(found, len(every)))
     return 0
+
+
+def _check_metric(store: HistoryStore, metric: str | None) -> None:
+    """:class:`~pytest_edgeenergy.errors.InvalidValue` naming the metrics the history
+    holds when it holds no result of ``metric`` (a typo would list nothing, silently)."""
+    if metric is None:
+        return
+    held = store.metric_names()
+    if metric not in held:
+        from pytest_edgeenergy.errors import InvalidValue
+
+        raise InvalidValue(
+            f"--metric {metric!r}: the history {store.name} holds no result of it; "
+            + (f"its metrics: {', '.join(held)}" if held else "it holds no results yet")
+        )
 
 
 def _changes_text(found: Sequence[dict[str, Any]], series: int) -> str:
@@ -381,7 +397,7 @@ def _html_parser(sub: Any) -> None:
 
 
 def _html(args: argparse.Namespace) -> int:
-    from pytest_edgeenergy.history.page import fleet_page
+    from pytest_edgeenergy.history.page import DEFAULT_METRIC, fleet_page
     from pytest_edgeenergy.report.writer import atomic_write_text
 
     out: Path = args.out
@@ -398,6 +414,8 @@ def _html(args: argparse.Namespace) -> int:
         _say(f"cannot write the page {out}: {why}")
         return 2
     with _open(args) as store:
+        if args.metric != DEFAULT_METRIC:
+            _check_metric(store, args.metric)
         page = fleet_page(
             store, metric=args.metric, test=args.test, since=args.since, branch=args.branch
         )

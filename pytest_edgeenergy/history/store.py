@@ -274,6 +274,13 @@ class HistoryStore:
             found = conn.execute(sa.select(runs.run_id).order_by(runs.started_at, runs.run_id))
             return [row[0] for row in found]
 
+    def metric_names(self) -> list[str]:
+        """Every metric the history holds a result of, sorted."""
+        metric = schema.results.c.metric
+        with self._begin(write=False) as conn:
+            found = conn.execute(sa.select(metric).distinct().order_by(metric))
+            return [row[0] for row in found]
+
     def series(
         self,
         *,
