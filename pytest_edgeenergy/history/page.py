@@ -88,11 +88,8 @@ def trends(
     chosen.sort(key=lambda s: (s.device_label, s.device, s.test, s.point))
     out = []
     for s in chosen:
-        found: list[ChangePoint] = []
-        if len(s.points) >= 2 * min_size:
-            values = [p.value for p in s.points]
-            found = find_changes(values, min_size=min_size, alpha=alpha)
-        out.append(Trend(s, tuple(found)))
+        values = [p.value for p in s.points]  # too short for a change: none
+        out.append(Trend(s, tuple(find_changes(values, min_size=min_size, alpha=alpha))))
     return out
 
 
