@@ -81,11 +81,34 @@ def test_values_not_all_positive_are_segmented_as_they_are() -> None:
     assert change.rel_change > 0  # relative to |before|, whatever before's sign
 
 
-def test_long_series_is_located_exactly() -> None:
-    n = FULL_GRID_MAX * 2 + 500
-    values = noisy([(2501, 1.0), (n - 2501, 1.08)], 0.03, seed=6)
-    changes = find_changes(values)
-    assert [c.index for c in changes] == [2501]
+def test_long_series_is_located_among_the_runs_of_its_blocks() -> None:
+    n = FULL_GRID_MAX * 2 + 500  # blocks of 3 runs; 2501 is not a block edge
+    clear = noisy([(2501, 1.0), (n - 2501, 1.1)], 0.01, seed=6)
+    assert [c.index for c in find_changes(clear)] == [2501]
+    (change,) = find_changes(noisy([(2501, 1.0), (n - 2501, 1.08)], 0.03, seed=6))
+    assert abs(change.index - 2501) <= 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_disturbed_run_beside_a_step_does_not_move_it(seed: int) -> None:
+    values = noisy([(25, 1.0), (25, 1.08)], 0.01, seed=seed)
+    values[22] *= 1.4  # a run disturbed by another process, three runs before the step
+    assert [c.index for c in find_changes(values)] == [25]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_disturbed_runs_in_a_flat_series_are_no_change(seed: int) -> None:
+    values = noisy([(50, 1.0)], 0.01, seed=seed)
+    values[20] *= 1.3
+    values[35] *= 1.25
+    assert find_changes(values) == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_step_in_the_newest_runs_is_found_at_its_run(seed: int) -> None:
+    (change,) = find_changes(noisy([(47, 1.0), (3, 1.1)], 0.02, seed=seed))
+    assert change.index == 47
+    assert change.rel_change == pytest.approx(0.1, abs=0.04)
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
@@ -127,6 +150,22 @@ def stepped_series(draw: st.DrawFn) -> list[float]:
 def test_rescaling_keeps_the_changes(values: list[float], scale: float) -> None:
     before = [c.index for c in find_changes(values)]
     assert [c.index for c in find_changes([v * scale for v in values])] == before
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.floats(0.5, 2.0),
+    st.sampled_from([0.5, 0.9, 1.1, 3.0]),
+    st.integers(6, 40),
+    st.integers(6, 40),
+)
+def test_a_noise_free_step_is_found_at_its_run(
+    level: float, factor: float, before_runs: int, after_runs: int
+) -> None:
+    values = [level] * before_runs + [level * factor] * after_runs
+    (change,) = find_changes(values)
+    assert change.index == before_runs
+    assert change.rel_change == pytest.approx(factor - 1.0)
 
 
 @settings(max_examples=60, deadline=None)
