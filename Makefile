@@ -17,7 +17,9 @@ POWER_MODE ?= 15W
 # to compile each model): run them on their own with ARGS='-k compile'. ONNX Runtime's int8
 # (dynamic quantisation, ConvInteger on CNNs) is slower than its fp32 on a CPU and would add
 # about 2 minutes: the main job runs onnxruntime fp32; ARGS='-k onnxruntime-int8' runs it.
-SUITE_ARGS ?= --power-mode=$(POWER_MODE) --edge-items=16 --edge-repeats=3 --batch-size=8 -k "not compile and not onnxruntime-int8"
+# The interleaved suite (training + inference at once) runs its alternating scheduler only;
+# ARGS='-k threads' runs the naive two-thread form.
+SUITE_ARGS ?= --power-mode=$(POWER_MODE) --edge-items=16 --edge-repeats=3 --batch-size=8 -k "not compile and not onnxruntime-int8 and not threads"
 
 .PHONY: run test lint docs bench clean
 

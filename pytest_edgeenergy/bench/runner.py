@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
+from ..errors import InvalidValue
 from . import extra_info as bridge
 from .memory import FitVerdict, MemInfoError, ProcessPeak, check_fits
 from .repeats import Repeats
@@ -168,6 +169,7 @@ class EdgeBench:
         self._phases: list[PhaseResult] = []
         self._preflights: list[FitVerdict] = []
         self._derived: list[DerivedMetric] = []
+        self._notes: dict[str, Any] = {}
         self._peak = ProcessPeak()
 
     # ---- what was measured -----------------------------------------------------------
@@ -190,12 +192,24 @@ class EdgeBench:
 
     def report(self) -> BenchReport:
         """Metrics, params, validity and extra for the test's report entry."""
-        return merge_report(
+        out = merge_report(
             self._results,
             self._phases,
             [v.to_json() for v in self._preflights],
             self._derived,
         )
+        out["extra"].update(self._notes)
+        return out
+
+    def note(self, key: str, value: Any) -> None:
+        """Record ``value`` (JSON values) under ``key`` in the test's report ``extra``
+        (e.g. ``extra.interleave``); the keys :func:`.result.merge_report` fills are taken."""
+        if not key or key in ("runs", "phases", "preflight", "formulas"):
+            raise InvalidValue(
+                f"edge_bench.note: key {key!r} is empty or taken by edge_bench (runs, phases, "
+                "preflight and formulas are its own); choose another key"
+            )
+        self._notes[key] = value
 
     # ---- plumbing --------------------------------------------------------------------
     def _with_point(self, params: Mapping[str, object] | None) -> dict[str, object]:

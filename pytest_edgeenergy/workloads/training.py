@@ -202,9 +202,11 @@ def image_folder_loader(
     num_workers: int | None = None,
     pin_memory: bool = False,
     seed: int = 0,
+    persistent_workers: bool = False,
 ) -> Any:
     """A shuffling DataLoader over ImageFolder ``root`` with the ImageNet training
-    augmentation; full batches only (``drop_last``) so every call trains ``batch_size``."""
+    augmentation; full batches only (``drop_last``) so every call trains ``batch_size``.
+    ``persistent_workers``: keep the workers from epoch to epoch (no start-up stall)."""
     import torch
     from torchvision import datasets, transforms  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
@@ -233,6 +235,7 @@ def image_folder_loader(
         num_workers=workers,
         pin_memory=pin_memory,
         generator=torch.Generator().manual_seed(seed),
+        persistent_workers=persistent_workers and workers > 0,
     )
 
 
@@ -366,13 +369,15 @@ def build_trainer(
     weights_dir: Path | None = None,
     seed: int = 0,
     first_step: bool = True,
+    persistent_workers: bool = False,
 ) -> TrainingStep:
     """A :class:`TrainingStep` for ``workload`` (one of :data:`TRAINING_WORKLOADS`).
 
     Vision workloads read ``data`` (see :func:`prepare_training_data`; prepared here from
     ``cache_root`` when None). With ``first_step`` the first minibatch runs here, so a suite's
     load window holds it, as inference loading holds the first call; it is the minibatch the
-    timing breakdown discards.
+    timing breakdown discards. ``persistent_workers``: the loader keeps its workers between
+    epochs (the interleaved workload: no epoch-boundary stall longer than a deadline).
     """
     if workload not in TRAINING_WORKLOADS:
         raise WorkloadError(
@@ -409,7 +414,12 @@ def build_trainer(
         root = data.root
         workers = default_num_workers() if num_workers is None else num_workers
         loader = image_folder_loader(
-            root, batch_size, num_workers=workers, pin_memory=device.startswith("cuda"), seed=seed
+            root,
+            batch_size,
+            num_workers=workers,
+            pin_memory=device.startswith("cuda"),
+            seed=seed,
+            persistent_workers=persistent_workers,
         )
         n_classes = max(VISION_CLASSES, len(loader.dataset.classes))
         with torch.device(device):
