@@ -74,3 +74,16 @@ def pg_server() -> Iterator[str]:
             run(str(bins / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def fresh_database(server_url: str, prefix: str) -> str:
+    """A new, empty database on the server at ``server_url`` (a :func:`pg_server` URL);
+    its URL. Each test gets its own: no test sees another's tables."""
+    import uuid
+
+    import psycopg
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return server_url.replace("/postgres?", f"/{name}?", 1)

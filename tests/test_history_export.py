@@ -8,18 +8,16 @@ report file and from a real SQLite history built with `edgeenergy history add`.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import jsonschema
-import psycopg
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pg_server import pg_server
+from pg_server import fresh_database, pg_server
 
 from pytest_edgeenergy.cli import main
 from pytest_edgeenergy.history.export import measure_slug
@@ -250,10 +248,7 @@ def test_postgresql_exports_what_sqlite_exports(
     server: str, two_boards: tuple[Path, list[Path]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     db, paths = two_boards
-    name = f"x_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    pg_url = server.replace("/postgres?", f"/{name}?", 1)
+    pg_url = fresh_database(server, "x")
     code, _, err = run_cli(capsys, "history", "add", *map(str, paths), "--db", pg_url)
     assert code == 0, err
     exports = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 import sqlalchemy as sa
-from pg_server import pg_server
+from pg_server import fresh_database, pg_server
 
 from pytest_edgeenergy.cli import main
 from pytest_edgeenergy.history import open_store, schema
@@ -35,10 +34,7 @@ def server() -> Iterator[str]:
 @pytest.fixture
 def pg_url(server: str) -> str:
     """A fresh database on the module's server."""
-    name = f"h_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return server.replace("/postgres?", f"/{name}?", 1)
+    return fresh_database(server, "h")
 
 
 def write_report(path: Path, **kwargs: object) -> Path:
