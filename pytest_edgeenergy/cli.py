@@ -103,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("search", help="search a replayed profile table (see its --help)")
     sub.add_parser("history", help="keep every run in a database (see its --help)")
+    sub.add_parser("merge", help="merge shard reports of several boards (see its --help)")
     return p
 
 
@@ -142,6 +143,10 @@ def _passthrough(command: str, rest: list[str]) -> int:
         from .history.cli import history_main
 
         return history_main(rest)
+    if command == "merge":
+        from .report.merge import merge_main
+
+        return merge_main(rest)
     from .meters.tegrastats import tegrastats_energy_main
 
     return tegrastats_energy_main(rest)
@@ -150,7 +155,7 @@ def _passthrough(command: str, rest: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] in ("ab", "compare", "search", "history", "tegrastats-energy"):
+        if argv and argv[0] in ("ab", "compare", "search", "history", "merge", "tegrastats-energy"):
             return _passthrough(argv[0], argv[1:])
         return _dispatch(_parser().parse_args(argv))
     except BrokenPipeError:  # output piped into `head`: not an error of ours

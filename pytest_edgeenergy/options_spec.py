@@ -49,12 +49,14 @@ __all__ = [
     "SETTLE_S",
     "SIM_LOAD",
     "SIM_MODELS",
+    "STUDY_HEARTBEAT_S",
     "TRIALS",
     "Front",
     "Option",
     "add_arguments",
     "check_board",
     "parse_board",
+    "parse_shard",
     "parse_sim_load",
 ]
 
@@ -79,11 +81,15 @@ LOCK_TIMEOUT_S = FloatRange(0.0, 86400.0, "s")
 BATCH_SIZE = IntRange(1, 65536)
 TRIALS = IntRange(1, 10000)
 SEED = IntRange(0, 2**32 - 1)
-HISTORY_WINDOW = IntRange(1, 1000, "runs")
 """numpy's and optuna's seed range."""
+HISTORY_WINDOW = IntRange(1, 1000, "runs")
+MAX_SHARDS = 1000
+"""``--edge-shard=K/N``: at most this many shards (a fleet, not a test per shard)."""
 POWER_BUDGET_W = FloatRange(0.0, 5000.0, "W", above_low=True)
 """Up to the power readers' plausibility limit (``meters.ina.MAX_PLAUSIBLE_W``)."""
 LATENCY_BUDGET_S = FloatRange(0.0, 86400.0, "s", above_low=True)
+STUDY_HEARTBEAT_S = IntRange(1, 3600, "s")
+"""A shared study's heartbeat: Optuna takes whole seconds; an hour bounds a lost trial's wait."""
 
 
 # -- value parsers shared by both front ends ---------------------------------------------
@@ -107,6 +113,20 @@ def check_board(text: str) -> str:
     """``text`` when it names a board (:func:`parse_board`): ``edgeenergy --board``'s type."""
     parse_board(text)
     return text
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``K/N`` as ``(K, N)``; :class:`~.errors.InvalidValue` naming the value and the
+    allowed form unless whole numbers with ``1 <= K <= N <=`` :data:`MAX_SHARDS`."""
+    k, slash, n = text.strip().partition("/")
+    if slash and k.strip().isdigit() and n.strip().isdigit():
+        index, count = int(k), int(n)
+        if 1 <= index <= count <= MAX_SHARDS:
+            return index, count
+    raise InvalidValue(
+        f"{shown(text)} is not a shard; use K/N with whole numbers 1 <= K <= N <= "
+        f"{MAX_SHARDS}, e.g. 2/3"
+    )
 
 
 def parse_sim_load(text: str) -> float | None:
@@ -306,6 +326,27 @@ OPTIONS: dict[str, Option] = {
         "tests that need more rounds with it)",
         None,
         metavar="FILE",
+        path=True,
+    ),
+    "shard": Option(
+        "--edge-shard",
+        "edge_shard",
+        "EDGEENERGY_SHARD",
+        "run only shard K of N: the collected tests split deterministically into N balanced "
+        "parts (by the durations of {shard_durations} when given, else by count); the "
+        "others are deselected",
+        None,
+        metavar="K/N",
+        parse=parse_shard,
+    ),
+    "shard_durations": Option(
+        "--edge-shard-durations",
+        "edge_shard_durations",
+        "EDGEENERGY_SHARD_DURATIONS",
+        "balance {shard} by the tests' durations in this report or directory of reports "
+        "(a test it lacks counts the median duration)",
+        None,
+        metavar="REPORT_OR_DIR",
         path=True,
     ),
 }
@@ -521,7 +562,8 @@ SEARCH_OPTIONS: dict[str, Option] = {
         "--edge-objective",
         "edge_objective",
         "EDGEENERGY_OBJECTIVE",
-        "what the search minimises: min-energy (J per item), min-time, min-edp, pareto "
+        "what the search minimises: min-energy (J per item), min-time, min-edp, pareto, "
+        "max-train-throughput (an interleaved test's training minibatches/s, maximised) "
         "(default min-energy)",
         "min-energy",
         metavar="OBJ",
@@ -549,7 +591,8 @@ SEARCH_OPTIONS: dict[str, Option] = {
         "--edge-latency-budget-s",
         "edge_latency_budget_s",
         "EDGEENERGY_LATENCY_BUDGET_S",
-        "the search's budget: time per item (per window without items) a point may take",
+        "the search's budget: time per item (per window without items) a point may take; "
+        "under max-train-throughput the inference latency p99",
         None,
         metavar="S",
         allowed=LATENCY_BUDGET_S,
@@ -583,6 +626,38 @@ SEARCH_OPTIONS: dict[str, Option] = {
         metavar="REPORT_OR_CSV",
         path=True,
         notes={"pytest": "of a report, the same test's search or runs, else every search's"},
+    ),
+    "storage": Option(
+        "--edge-search-storage",
+        "edge_search_storage",
+        "EDGEENERGY_SEARCH_STORAGE",
+        "share one search study between processes (boards) through this Optuna storage: "
+        "postgresql://..., sqlite:///PATH, or journal:PATH (a file on a shared filesystem); "
+        "{trials} then counts the trials of every process together",
+        None,
+        metavar="URL",
+        cli="--storage",
+    ),
+    "study": Option(
+        "--edge-study",
+        "edge_study",
+        "EDGEENERGY_STUDY",
+        "name of the shared study in {storage}; every process giving the same joins it",
+        None,
+        metavar="NAME",
+        cli="--study",
+    ),
+    "study_heartbeat_s": Option(
+        "--edge-study-heartbeat-s",
+        "edge_study_heartbeat_s",
+        "EDGEENERGY_STUDY_HEARTBEAT_S",
+        "seconds between the heartbeats of a running shared trial; one silent for 3 "
+        "heartbeats is failed and its point profiled again; the process creating the study "
+        "sets it, the others use the study's (default 10)",
+        "10",
+        metavar="S",
+        allowed=STUDY_HEARTBEAT_S,
+        cli="--study-heartbeat-s",
     ),
 }
 """The operating-point search (``--edge-search`` in pytest, ``edgeenergy search``)."""

@@ -62,6 +62,7 @@ RANGES = {
     "--edge-interval-ms": ">= 0.1 and <= 1000 ms",
     "--edge-idle-s": ">= 0 and <= 600 s",
     "--edge-history-window": ">= 1 and <= 1000 runs",
+    "--edge-study-heartbeat-s": ">= 1 and <= 3600 s",
     "--edge-settle-s": ">= 0 and <= 600 s",
     "--edge-lock-timeout": ">= 0 and <= 86400 s",
     "--batch-size": ">= 1 and <= 65536",
@@ -85,6 +86,7 @@ COMPANIONS = {
     "--edge-power-budget-w": ["--edge-search=grid", "--edge-trials=2"],
     "--edge-latency-budget-s": ["--edge-search=grid", "--edge-trials=2"],
     "--edge-seed": ["--edge-search=grid", "--edge-trials=2"],
+    "--edge-study-heartbeat-s": ["--edge-search=grid", "--edge-trials=2"],
     "--edge-rate": ["--edge-scenario=fixed-rate"],
     "--edge-latency-bound-s": ["--edge-scenario=single-stream"],
 }

@@ -202,7 +202,8 @@ def workflow() -> dict[str, Any]:
 
 def _job(workflow: dict[str, Any], job: str = "energy") -> dict[str, Any]:
     jobs = workflow["jobs"]
-    assert set(jobs) == {"energy", "history"}, list(jobs)  # the boards, then the fan-in
+    # The boards, then the fan-in; the sharded form: shards of one model, then their merge.
+    assert set(jobs) == {"energy", "history", "energy-shard", "energy-merge"}, list(jobs)
     return dict(jobs[job])
 
 
@@ -779,3 +780,105 @@ def test_pull_request_is_measured_beside_its_base(
         assert test["params"]["operating_point"]["requested"]["power_mode"] == "15W"
     assert summary.read_text(encoding="utf-8") == (reports / "verdict.md").read_text()
     assert "gate passed" in summary.read_text(encoding="utf-8")
+
+
+# -- the sharded form: shards of one model on several boards, merged, gated -------------------
+
+TINY_SHARDED = """
+import time
+
+import pytest
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_hash(edge_bench, operating_point, k):
+    edge_bench.run(lambda: time.sleep(0.01), items_per_call=1, params={"workload": f"sleep{k}"})
+"""
+
+
+def _shard_context(workflow: dict[str, Any], shard: int, total: int) -> dict[str, Any]:
+    assert str(shard) in _job(workflow, "energy-shard")["strategy"]["matrix"]["shard"]
+    ctx = _context(workflow, "workflow_dispatch")
+    ctx["matrix"] = {"shard": str(shard)}
+    ctx["strategy"] = {"job-total": str(total)}
+    return ctx
+
+
+def _shard_args(workflow: dict[str, Any], ctx: dict[str, Any], cwd: Path) -> list[str]:
+    """The shard step's pytest arguments, as its script passes them to sudo."""
+    step = _step(workflow, id="shard", job="energy-shard")
+    argv_file = cwd / ".argv"
+    shim = f"sudo() {{ printf '%s\\0' \"$@\" > {shlex.quote(str(argv_file))}; }}\n"
+    env = _step_env(workflow, step, ctx, "energy-shard")
+    done = _run_script(step["run"], env, cwd, prelude=shim)
+    assert done.returncode == 0, done.stderr
+    argv = argv_file.read_text(encoding="utf-8").split("\0")[:-1]
+    argv_file.unlink()
+    assert argv[3] == "pytest" and "suites/" in argv, argv
+    return [a if a != "suites/" else "test_ci_tiny.py" for a in argv[4:]]
+
+
+def test_sharded_form_runs_shards_on_two_boards_then_merges_and_gates(
+    pytester: pytest.Pytester, workflow: dict[str, Any], tmp_path: Path
+) -> None:
+    from pytest_edgeenergy.report.load import load_report
+
+    pytester.makepyfile(test_ci_tiny=TINY_SHARDED)
+    merge_job = _job(workflow, "energy-merge")
+    assert merge_job["needs"] == "energy-shard" and "always()" in merge_job["if"]
+    download = _step(workflow, uses="actions/download-artifact", job="energy-merge")
+    upload = _step(workflow, uses="actions/upload-artifact", job="energy-shard")
+    assert download["with"]["pattern"] == "energy-shard-*"
+    assert upload["with"]["name"] == "energy-shard-${{ matrix.shard }}"
+
+    # Two shards, each on its own virtual Orin Nano, each uploading its report.
+    shard_ids = []
+    for k in (1, 2):
+        ctx = _shard_context(workflow, k, 2)
+        args = _shard_args(workflow, ctx, pytester.path)
+        assert f"--edge-shard={k}/2" in args
+        env = _step_env(
+            workflow, _step(workflow, id="shard", job="energy-shard"), ctx, "energy-shard"
+        )
+        ran = pytester.runpytest_subprocess(*args, f"--edge-board=sim:{BOARD}", *SMALL)
+        assert ran.ret == 0, ran.stdout.str() + ran.stderr.str()
+        ran.stdout.fnmatch_lines(
+            [f"edgeenergy: shard {k}/2: kept 2 of 4 tests (balanced by count)"]
+        )
+        report = pytester.path / env["REPORT"]
+        shard_ids.append({t["id"] for t in load_report(report)["tests"]})
+        artifact = pytester.path / "reports" / "shards" / _render(upload["with"]["name"], ctx)
+        artifact.mkdir(parents=True)
+        shutil.copy(report, artifact / report.name)
+    assert not shard_ids[0] & shard_ids[1]
+
+    # The merge job: first run, no history yet: merged, nothing to gate against.
+    ctx = _context(workflow, "workflow_dispatch")
+    step = "Merge the shards and gate"
+    done, _ = _run_step(pytester.path, workflow, step, ctx, job="energy-merge")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 reports of sim-orin-nano on 2 boards, 4 results" in done.stdout
+    env = _step_env(workflow, _step(workflow, name=step, job="energy-merge"), ctx, "energy-merge")
+    merged = load_report(pytester.path / env["MERGED"])
+    assert {t["id"] for t in merged["tests"]} == shard_ids[0] | shard_ids[1]
+    assert len({t["board"]["label"] for t in merged["tests"]}) == 2
+    assert (pytester.path / "reports" / "merged.md").is_file()
+
+    # With that merged run in the history, the next merge is gated against it.
+    history = pytester.path / env["EDGE_HISTORY"]
+    history.parent.mkdir(parents=True, exist_ok=True)
+    added = _run_script(
+        f"edgeenergy history add --db {history} --branch main {pytester.path / env['MERGED']}\n",
+        {},
+        pytester.path,
+    )
+    assert added.returncode == 0, added.stdout + added.stderr
+    done, summary = _run_step(pytester.path, workflow, step, ctx, job="energy-merge")
+    assert f"Energy gate: {env['MERGED']} against the history" in summary, summary
+    assert "the last 1 runs of sim:orin-nano" in summary and "REGRESSION" not in summary
+    # The same results again: no change. A busy host's repeats may spread more than the 5 %
+    # threshold; the strict gate then says "insufficient" and exits 1, never a regression.
+    if done.returncode != 0:
+        assert done.returncode == 1 and "insufficient (strict" in summary, done.stderr + summary
+    else:
+        assert "gate passed" in summary.lower(), summary

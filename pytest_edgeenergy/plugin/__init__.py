@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .only import OnlySelection
     from .search import LiveSearch
     from .session import PluginSession
+    from .shard import ShardPlugin
 
 SESSION_KEY = pytest.StashKey["PluginSession"]()
 ONLY_KEY: pytest.StashKey[OnlySelection] = pytest.StashKey()
@@ -37,6 +38,9 @@ ONLY_KEY: pytest.StashKey[OnlySelection] = pytest.StashKey()
 SEARCH_KEY = pytest.StashKey["LiveSearch"]()
 """The run's operating-point search (stashed only with ``--edge-search``)."""
 SEARCH_PLUGIN = "edgeenergy-search"
+SHARD_KEY: pytest.StashKey[ShardPlugin] = pytest.StashKey()
+"""``--edge-shard``'s selection (stashed only when the option is given)."""
+SHARD_PLUGIN = "edgeenergy-shard"
 SESSION_PLUGIN = "edgeenergy-session"
 """The name the session is registered under as a plugin once the run measures."""
 
@@ -73,6 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
             selection = read_selection(config)
             if selection is not None:
                 config.stash[ONLY_KEY] = selection
+        _configure_shard(config)
     except options.SettingsError as e:
         raise pytest.UsageError(str(e)) from None
     if (
@@ -120,6 +125,19 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(e)) from None
         config.stash[SEARCH_KEY] = live
         config.pluginmanager.register(live, SEARCH_PLUGIN)
+
+
+def _configure_shard(config: pytest.Config) -> None:
+    """Read ``--edge-shard`` (cheap when absent: nothing imported) and register its plugin."""
+    keys = ("shard", "shard_durations")
+    if all(options.lookup(config, options.OPTIONS[k], f"edge_{k}") is None for k in keys):
+        return
+    from .shard import ShardPlugin, read_request
+
+    request = read_request(config)
+    if request is not None:
+        config.stash[SHARD_KEY] = ShardPlugin(request, config)
+        config.pluginmanager.register(config.stash[SHARD_KEY], SHARD_PLUGIN)
 
 
 def _active(config: pytest.Config) -> PluginSession:
@@ -294,6 +312,9 @@ def pytest_collection_modifyitems(
         from .bench_fixture import deselect
 
         deselect(config, es.bench_settings, items)
+    shard = config.stash.get(SHARD_KEY, None)
+    if shard is not None:  # before the ordering: the order line counts this shard's tests
+        _say_line(config, shard.apply(config, items, SEARCH_KEY in config.stash))
     if es.gate is not None and (es.gate.baseline is not None or es.gate.history is not None):
         from .gating import check_markers
 

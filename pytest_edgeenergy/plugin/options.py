@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -39,6 +39,7 @@ from ..options_spec import (
     SETTLE_S,
     SIM_LOAD,
     SIM_MODELS,
+    STUDY_HEARTBEAT_S,
     TRIALS,
     Option,
     parse_board,
@@ -433,6 +434,10 @@ class SearchSettings:
     seed: int
     resume: Path | None
     prior: Path | None = None
+    storage: str | None = None
+    """The shared study's storage URL (``--edge-search-storage``)."""
+    study: str | None = None
+    study_heartbeat_s: int = 10
 
 
 def add_search_options(parser: pytest.Parser) -> None:
@@ -498,7 +503,27 @@ def build_search(config: pytest.Config) -> SearchSettings | None:
         seed=checked(seed_v, SEED) if seed_v is not None else 0,
         resume=resume,
         prior=prior,
+        **_study_settings(config),
     )
+
+
+def _study_settings(config: pytest.Config) -> dict[str, Any]:
+    """``--edge-search-storage``, ``--edge-study`` (both or neither) and the heartbeat."""
+    storage, study = _search_value(config, "storage"), _search_value(config, "study")
+    if (storage is None) != (study is None):
+        given, other = ("storage", "study") if study is None else ("study", "storage")
+        raise SettingsError(
+            f"{SEARCH_OPTIONS[given].flag} needs {SEARCH_OPTIONS[other].flag} too: a shared "
+            "study is named by its storage URL and its name"
+        )
+    heartbeat = _search_value(config, "study_heartbeat_s")
+    return {
+        "storage": storage.text if storage is not None else None,
+        "study": study.text if study is not None else None,
+        "study_heartbeat_s": (
+            checked(heartbeat, STUDY_HEARTBEAT_S) if heartbeat is not None else 10
+        ),
+    }
 
 
 def __getattr__(name: str) -> tuple[str, ...]:

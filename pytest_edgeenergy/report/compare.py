@@ -585,6 +585,11 @@ class _TableBuilder:
         if any(meta.fallback for meta in metas):
             notes.append("* latency mean where latency p90 was not measured")
         notes.extend(version_notes([(meta.name, meta.header) for meta in metas]))
+        if any("merged" in meta.header for meta in metas):
+            from .merge import spread_notes
+
+            for i, meta in enumerate(metas):
+                notes.extend(spread_notes(f"#{i + 1} {meta.name}", meta.header))
         return notes
 
     def table(self) -> Table:

@@ -67,10 +67,31 @@ def open_writer(
         reports_dir, device_slug(device), datetime.now(timezone.utc)
     )
     document: dict[str, Any] = dict(header)
+    document["host"] = host_identity(root)
     ab = ab_from_environment()
     if ab is not None:
         document["ab"] = ab
     return ReportWriter(target, document, overwrite=overwrite, overwrite_hint=overwrite_hint)
+
+
+def host_identity(root: Path) -> dict[str, str | None]:
+    """Which board this is among boards of one model (``edgeenergy merge`` keeps it per
+    result): its host name (``/etc/hostname`` under a tree's root; this machine's on ``/``)
+    and its device-tree serial number; None where unreadable."""
+    import socket
+
+    def text(*names: str) -> str | None:
+        for name in names:
+            try:
+                value = (root / name).read_bytes().split(b"\0")[0].decode("utf-8", "replace")
+            except OSError:
+                continue
+            return value.strip() or None
+        return None
+
+    hostname = (socket.gethostname() or None) if root == Path("/") else text("etc/hostname")
+    serial = text("proc/device-tree/serial-number", "sys/firmware/devicetree/base/serial-number")
+    return {"hostname": hostname, "serial": serial}
 
 
 def ab_from_environment() -> dict[str, Any] | None:
