@@ -344,6 +344,14 @@ class PluginSession:
         bench = self._benches.get(nodeid)
         return list(bench.results) if bench is not None else []
 
+    def bench_extra_of(self, nodeid: str) -> dict[str, Any]:
+        """What the ``edge_bench`` of test ``nodeid`` noted for its report's ``extra`` so
+        far (``edge_bench.note``; the whole report merges at teardown)."""
+        bench = self._benches.get(nodeid)
+        if bench is None or not (bench.results or bench.phases or bench.preflights):
+            return {}
+        return dict(bench.report()["extra"])
+
     def bench_results(self) -> list[BenchResult]:
         """Every ``edge_bench`` run of this session, in order."""
         return [r for bench in self._benches.values() for r in bench.results]

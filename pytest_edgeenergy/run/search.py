@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..bench.scenarios import ALLOWED_MISS_FRACTION, Scenario
 from ..errors import EdgeEnergyError
 from ..search.driver import Search
-from ..search.objective import Objective
+from ..search.objective import LATENCY_P99, THROUGHPUT, Objective
 from ..search.space import Knobs, Space
 from ..search.strategies import make_strategy
 from ..search.trial import Trial
@@ -34,6 +34,7 @@ from .errors import PinRefused, PointError, SearchSetupError, TrialSkipped
 if TYPE_CHECKING:
     from ..control.knobset import KnobSet
     from ..control.operating_point import OperatingPoint, Resolver
+    from ..search.study import SharedStudy
     from .records import TestEnergy
     from .session import EnergySession
 
@@ -42,9 +43,12 @@ __all__ = [
     "SearchConfig",
     "SessionSearch",
     "TestSearch",
+    "board_label",
     "deadline_verdict",
     "function_id",
+    "interleave_trial",
     "measured_trial",
+    "open_study",
     "read_prior",
     "saving",
     "search_values",
@@ -102,6 +106,10 @@ class TestSearch:
     """The batch size of the slot running now (batch size searched: the proposal's, the
     first listed for the dvfs reference)."""
     reference_batch_size: int | None = None
+    claim: Any = None
+    """The shared study's claim of the running trial (``--edge-search-storage``)."""
+    study_trials: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Per position in ``search.trials``: its number in the shared study, the worker."""
 
 
 def function_id(record_id: str) -> str:
@@ -145,6 +153,8 @@ class SessionSearch:
         self._resumed: dict[str, Mapping[str, Any]] = (
             self._read_resume() if settings.resume is not None else {}
         )
+        self.study = open_study(settings)
+        """The study shared with other boards (``--edge-search-storage``), else None."""
 
     # -- set-up ------------------------------------------------------------------------
 
@@ -309,6 +319,8 @@ class SessionSearch:
         )
         ts = TestSearch(key, Search(space, self.objective, strategy, history), fixed)
         ts.resumed = len(history)
+        if self.study is not None:
+            self.study.join(key, space, self.objective, self.settings.strategy, self.settings.seed)
         if resumed and resumed.get("reference"):
             ref = resumed["reference"]
             ts.reference = Trial.from_json({"knobs": {}, **ref})
@@ -327,12 +339,14 @@ class SessionSearch:
         index: int | None,
         *,
         bench_results: Callable[[], Sequence[Any]] = tuple,
+        bench_extra: Callable[[], Mapping[str, Any]] = dict,
     ) -> Iterator[OperatingPoint]:
         """Propose and pin trial ``index`` (None: the dvfs reference) of search ``key`` for
         record ``record_id``; when the body ends, the record becomes the trial (its
-        ``bench_results()``, else its windows). :class:`TrialSkipped` before anything runs
-        when the slot was resumed, the strategy has nothing left, or the board refused the
-        point (then recorded as a failed trial)."""
+        ``bench_results()``, else its windows; ``bench_extra()``: what its ``edge_bench``
+        noted for the report's ``extra`` so far, where an interleaved test's figures are).
+        :class:`TrialSkipped` before anything runs when the slot was resumed, the strategy
+        has nothing left, or the board refused the point (then recorded as a failed trial)."""
         from ..control.operating_point import DVFS, OperatingPoint
 
         function = function_id(record_id)
@@ -349,7 +363,7 @@ class SessionSearch:
         else:
             if index < ts.resumed:
                 raise TrialSkipped(f"{slot} taken over from {source}")
-            proposed = ts.search.propose()
+            proposed = self._propose(session, ts, slot)
             if proposed is None:
                 raise TrialSkipped(
                     f"{slot}: strategy {ts.search.strategy.name} has nothing left to try "
@@ -369,8 +383,39 @@ class SessionSearch:
                 why = f"operating point {point.id} could not be pinned: {e.reason}"
                 self._finish(session, ts, index, knobs, rec, (), failed=why)
                 raise TrialSkipped(f"{slot}: {why} (recorded as a failed trial)") from None
-            yield pinned
+            except BaseException:
+                self._drop_claim(ts, "the trial could not start")
+                raise
+            try:
+                yield pinned
+            except BaseException:
+                self._drop_claim(ts, "the test was interrupted")
+                raise
+        interleave = bench_extra().get("interleave")
+        if interleave is not None:  # edge_bench merges its notes only at teardown
+            rec.extra.setdefault("interleave", interleave)
         self._finish(session, ts, index, knobs, rec, bench_results(), failed=None)
+
+    def _propose(self, session: EnergySession, ts: TestSearch, slot: str) -> Knobs | None:
+        """The next point of ``ts``: its own strategy's, or claimed in the shared study
+        (:class:`TrialSkipped` once the study holds its trials)."""
+        if self.study is None:
+            return ts.search.propose()
+        if self.study.worker_board is None:
+            self.study.set_board(board_label(session))
+        claim = self.study.claim(ts.key, ts.search, self.settings.trials)
+        if claim is None:
+            raise TrialSkipped(
+                f"{slot}: {self.study.label} holds its {self.settings.trials} trials "
+                "(every board's together)"
+            )
+        ts.claim = claim
+        return dict(claim.knobs)
+
+    def _drop_claim(self, ts: TestSearch, why: str) -> None:
+        if self.study is not None and ts.claim is not None:
+            self.study.withdraw(ts.claim, why)
+            ts.claim = None
 
     def batch_size(self, key: str, function: str) -> int | None:
         """The batch size the running slot of search ``key`` uses (None: not searched)."""
@@ -390,7 +435,9 @@ class SessionSearch:
         trial = (
             Trial(knobs=dict(knobs), failed=failed)
             if failed is not None
-            else measured_trial(knobs, rec, benches, deadline_s=self.deadline_s)
+            else measured_trial(
+                knobs, rec, benches, deadline_s=self.deadline_s, objective=self.objective
+            )
         )
         position: int | None = None
         if index is None:
@@ -398,6 +445,16 @@ class SessionSearch:
         else:
             ts.search.record(trial)
             position = len(ts.search.trials) - 1
+            if self.study is not None and ts.claim is not None:
+                claim, ts.claim = ts.claim, None
+                why = self.study.finish(
+                    ts.key, ts.search.space, claim, trial, self.objective, self.settings.trials
+                )
+                ts.study_trials[position] = {
+                    "study_trial": claim.number,
+                    "worker": self.study.worker,
+                    **({"not_counted": why} if why else {}),
+                }
         # The trial is written once, in the report's search section; the entry points at it.
         rec.extra["search"] = {"test": ts.key, "trial": position}
         session.update_report(search=self.report_section())
@@ -421,9 +478,10 @@ class SessionSearch:
             result = ts.search.result()
             entry: dict[str, Any] = {"test": ts.key, **result.to_json()}
             for trial, data in zip(result.trials, entry["trials"], strict=True):
-                if trial.ok:
-                    assert trial.time_s is not None and trial.power_w is not None
-                    data["value"] = self.objective.value(trial.time_s, trial.power_w)
+                if trial.ok and not self.objective.missing(trial.metrics):
+                    data["value"] = self.objective.value(*trial.measured, trial.metrics)
+            for position, shared in ts.study_trials.items():
+                entry["trials"][position].update(shared)
             reference = _trial_json(ts.reference)
             if reference is not None and ts.reference_batch_size is not None:
                 reference["batch_size"] = ts.reference_batch_size
@@ -439,6 +497,12 @@ class SessionSearch:
             )
             if self.scenario is not None:
                 entry.update(scenario=self.scenario.name, deadline_s=self.deadline_s)
+            if self.study is not None:
+                entry["study"] = {
+                    "name": self.study.name,
+                    "storage": self.study.url,
+                    "worker": self.study.worker,
+                }
             out.append(entry)
         return out
 
@@ -458,6 +522,14 @@ class SessionSearch:
                 f"{self.describe()}, {result.profiles} points profiled"
                 + (f" ({ts.resumed} resumed)" if ts.resumed else "")
             )
+            if self.study is not None:
+                lines.append(
+                    f"  shared {self.study.label} as {self.study.worker} (this board's trials)"
+                )
+                lines.append(
+                    f"  the whole study: edgeenergy search --storage {self.study.url} --study "
+                    f"{self.study.name} --show"
+                )
             prior = self._prior_json(ts.key)
             if prior is not None:
                 lines.append(f"  prior: {prior['profiles']} profiles of {prior['path']}")
@@ -480,6 +552,44 @@ class SessionSearch:
                 lines.append("  pareto front (time vs energy):")
                 lines += [f"    {_knobs_text(t.knobs)}: {_figures(t)}" for t in result.front]
         return lines
+
+
+def open_study(settings: SearchConfig) -> SharedStudy | None:
+    """The shared study ``settings`` name (``storage`` and ``study``), else None; a
+    :class:`SearchSetupError` for one that cannot be opened or used with a resumed report."""
+    storage: str | None = getattr(settings, "storage", None)
+    name: str | None = getattr(settings, "study", None)
+    if storage is None and name is None:
+        return None
+    if storage is None or name is None:
+        given = "--edge-search-storage" if name is None else "--edge-study"
+        raise SearchSetupError(
+            f"{given} needs "
+            f"{'--edge-study=NAME' if name is None else '--edge-search-storage=URL'} too"
+        )
+    if settings.resume is not None:
+        raise SearchSetupError(
+            "--edge-search-resume and --edge-search-storage: a shared study resumes itself "
+            "(run the same command again); give one of them"
+        )
+    from ..search.study import DEFAULT_HEARTBEAT_S, SharedStudy
+
+    heartbeat_s = getattr(settings, "study_heartbeat_s", None) or DEFAULT_HEARTBEAT_S
+    try:
+        return SharedStudy(storage, name, heartbeat_s=heartbeat_s)
+    except EdgeEnergyError as e:
+        raise SearchSetupError(f"--edge-search-storage: {e}") from None
+
+
+def board_label(session: EnergySession) -> str | None:
+    """The board in a worker's name: ``sim:MODEL``, else its module or model."""
+    board = session.board
+    if board is None:
+        return None
+    identity = board.identity
+    if identity.sim_model:
+        return f"sim:{identity.sim_model}"
+    return identity.module or identity.model
 
 
 def trial_of_entry(report: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -609,14 +719,21 @@ def _holds(resolver: Resolver, count: int) -> bool:
 
 
 def measured_trial(
-    knobs: Knobs, rec: TestEnergy, benches: Sequence[Any], *, deadline_s: float | None = None
+    knobs: Knobs,
+    rec: TestEnergy,
+    benches: Sequence[Any],
+    *,
+    deadline_s: float | None = None,
+    objective: Objective | None = None,
 ) -> Trial:
     """The trial a finished record makes: per item over its ``edge_bench`` repeats (time and
     energy pooled: Σ duration / Σ items, Σ energy / Σ duration), else per window of work
     over its ``energy`` windows; a failed trial when the test did not pass or measured
     nothing valid. In a load scenario time per item is the schedule's (about 1 / rate), so
     energy per item includes the idle gaps; with ``deadline_s`` a trial whose queries miss
-    it (:func:`deadline_verdict`) is marked infeasible."""
+    it (:func:`deadline_verdict`) is marked infeasible. An ``objective`` that reads named
+    metrics (max-train-throughput) takes them from the record's ``extra["interleave"]``
+    (:func:`interleave_trial`)."""
     if rec.status not in ("passed", None):
         why = f"test {rec.status}" + (f": {rec.reason}" if rec.reason else "")
         return Trial(knobs=dict(knobs), failed=why)
@@ -633,11 +750,53 @@ def measured_trial(
     energy_j = sum(e for e in energies if e is not None)
     if duration_s <= 0 or None in energies or energy_j <= 0 or items <= 0:
         return Trial(knobs=dict(knobs), failed="measurement invalid: no time or energy")
+    if objective is not None and objective.needs:
+        return interleave_trial(knobs, rec.extra, objective, duration_s, energy_j / duration_s)
     return Trial(
         knobs=dict(knobs),
         time_s=duration_s / items,
         power_w=energy_j / duration_s,
         infeasible=deadline_verdict(repeats, deadline_s),
+    )
+
+
+def interleave_trial(
+    knobs: Knobs,
+    extra: Mapping[str, Any],
+    objective: Objective,
+    duration_s: float,
+    power_w: float,
+) -> Trial:
+    """The trial of an interleaved training + inference test under ``objective``
+    (max-train-throughput): its metrics from ``extra["interleave"]`` (the workload's
+    ``train_minibatches_per_s``, ``latency_p99_s``, ``power_w``), time per training
+    minibatch (the window's ``duration_s`` when none finished). A test without them is a
+    failed trial naming the objective and the field."""
+    figures = extra.get("interleave")
+    if not isinstance(figures, Mapping):
+        return Trial(
+            knobs=dict(knobs),
+            failed=f"objective {objective.name} needs an interleaved test (its report "
+            'entry\'s extra["interleave"]); this test has none',
+        )
+    metrics = {n: figures.get(n) for n in objective.needs}
+    missing = objective.missing(metrics)  # type: ignore[arg-type]
+    if missing:
+        return Trial(
+            knobs=dict(knobs),
+            failed=f"objective {objective.name} needs extra[\"interleave\"][\"{missing[0]}\"] "
+            "(a number >= 0); the test did not record it",
+        )
+    window_w = figures.get("power_w")
+    if isinstance(window_w, (int, float)) and not isinstance(window_w, bool) and window_w > 0:
+        power_w = float(window_w)
+    throughput = float(metrics[THROUGHPUT])  # type: ignore[arg-type]
+    return Trial(
+        knobs=dict(knobs),
+        time_s=1.0 / throughput if throughput > 0 else duration_s,
+        power_w=power_w,
+        metrics={k: float(v) for k, v in metrics.items()},  # type: ignore[arg-type]
+        infeasible=None if throughput > 0 else "no training minibatch finished in the window",
     )
 
 
@@ -683,6 +842,10 @@ def _figures(t: Trial) -> str:
     if not t.ok:
         return f"failed: {t.failed}"
     text = f"{t.time_s:.4g} s  {t.power_w:.4g} W  {t.energy_j:.4g} J"
+    if THROUGHPUT in t.metrics:
+        text += f"  {t.metrics[THROUGHPUT]:.4g} minibatch/s"
+    if LATENCY_P99 in t.metrics:
+        text += f"  p99 {t.metrics[LATENCY_P99]:.4g} s"
     return text + (f"  infeasible: {t.infeasible}" if t.infeasible is not None else "")
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from ..errors import InvalidValue
 from ..options_spec import add_arguments
 from .driver import Search, SearchResult
-from .objective import OBJECTIVES, Objective
-from .replay import ReplayOracle, ReplayTable, read_replay
+from .objective import LATENCY_P99, OBJECTIVES, THROUGHPUT, Objective
+from .replay import ReplayOracle, ReplayTable, check_columns, read_replay
 from .strategies import make_strategy
 from .trial import Trial, knobs_text
 
@@ -28,7 +28,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--replay",
         type=Path,
-        required=True,
         metavar="FILE",
         help="CSV (knob columns, time_s, power_w or energy_j) or a sweep's report",
     )
@@ -37,7 +36,6 @@ def _parser() -> argparse.ArgumentParser:
         p,
         ("objective", "power_budget_w", "latency_budget_s", "trials", "strategy", "seed"),
         defaults={"strategy": "auto"},
-        required=("trials",),
         choices={"objective": OBJECTIVES},
     )
     p.add_argument(
@@ -50,6 +48,20 @@ def _parser() -> argparse.ArgumentParser:
     add_arguments(p, ("prior",))
     p.add_argument("--prior-where", action="append", default=[], metavar="COLUMN=VALUE")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    # A study shared by several processes (pytest_edgeenergy.search.study).
+    add_arguments(p, ("storage", "study", "study_heartbeat_s"))
+    p.add_argument(
+        "--show",
+        action="store_true",
+        help="with --storage and --study: print the whole study instead of searching",
+    )
+    p.add_argument(
+        "--replay-delay-s",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="wait S seconds in each replayed measurement (a stand-in for a profile's duration)",
+    )
     return p
 
 
@@ -65,7 +77,7 @@ def _where(items: Sequence[str], option: str) -> dict[str, str]:
 
 def check_budget(table: ReplayTable, objective: Objective) -> None:
     """Refuse a budget that no point of ``table`` meets, naming the closest point."""
-    if any(objective.feasible(t.time_s, t.power_w) for t in table.trials):  # type: ignore[arg-type]
+    if any(objective.feasible(*t.measured, t.metrics) for t in table.trials):
         return
     if objective.power_budget_w is not None:
         low = min(table.trials, key=lambda t: t.power_w or 0.0)
@@ -75,11 +87,13 @@ def check_budget(table: ReplayTable, objective: Objective) -> None:
                 f"measured was {low.power_w:.4g} W at {knobs_text(low.knobs)}"
             )
     if objective.latency_budget_s is not None:
-        fast = min(table.trials, key=lambda t: t.time_s or 0.0)
-        if fast.time_s is not None and fast.time_s > objective.latency_budget_s:
+        fast = min(table.trials, key=lambda t: objective.latency_s(t.measured[0], t.metrics))
+        fast_s = objective.latency_s(fast.measured[0], fast.metrics)
+        if fast_s > objective.latency_budget_s:
+            what = "lowest inference latency p99" if objective.needs else "fastest"
             raise InvalidValue(
-                f"no operating point meets {objective.latency_budget_s:g} s; the fastest "
-                f"measured was {fast.time_s:.4g} s at {knobs_text(fast.knobs)}"
+                f"no operating point meets {objective.latency_budget_s:g} s; the {what} "
+                f"measured was {fast_s:.4g} s at {knobs_text(fast.knobs)}"
             )
     raise InvalidValue(f"no operating point meets both budgets ({objective.describe()})")
 
@@ -108,10 +122,10 @@ def _text(result: SearchResult, table: ReplayTable) -> str:
     ]
     for i, t in enumerate(result.trials):
         if t.ok:
-            ok = result.objective.feasible(t.time_s, t.power_w)  # type: ignore[arg-type]
+            ok = result.objective.feasible(*t.measured, t.metrics)
             lines.append(
                 f"  trial{i:<3} {knobs_text(t.knobs):60} {t.time_s:.4g} s  {t.power_w:.4g} W  "
-                f"{t.energy_j:.4g} J{'' if ok else '  over budget'}"
+                f"{t.energy_j:.4g} J{_metrics_text(t)}{'' if ok else '  over budget'}"
             )
         else:
             lines.append(f"  trial{i:<3} {knobs_text(t.knobs):60} failed: {t.failed}")
@@ -121,6 +135,7 @@ def _text(result: SearchResult, table: ReplayTable) -> str:
     else:
         lines.append(
             f"best: {knobs_text(b.knobs)}: {b.time_s:.4g} s, {b.power_w:.4g} W, {b.energy_j:.4g} J"
+            + _metrics_text(b)
         )
     if result.objective.multi:
         lines.append("pareto front (time vs energy):")
@@ -130,16 +145,38 @@ def _text(result: SearchResult, table: ReplayTable) -> str:
     return "\n".join(lines)
 
 
+def _metrics_text(t: Trial) -> str:
+    """An interleaved point's figures: training minibatches/s and inference p99."""
+    m = t.metrics
+    out = f"  {m[THROUGHPUT]:.4g} minibatch/s" if THROUGHPUT in m else ""
+    return out + (f"  p99 {m[LATENCY_P99]:.4g} s" if LATENCY_P99 in m else "")
+
+
 def search_main(argv: Sequence[str]) -> int:
     """Entry point of ``edgeenergy search`` (errors raise :class:`InvalidValue`)."""
     args = _parser().parse_args(list(argv))
+    shared = None
+    if args.storage is not None or args.study is not None or args.show or args.replay_delay_s:
+        from .study_cli import open_shared, show_main
+
+        shared = open_shared(args)
+        if args.show:
+            return show_main(shared, as_json=args.json)
+    if args.replay is None or args.trials is None:
+        raise InvalidValue("--replay FILE and --trials N are required (or --show with --study)")
     objective = Objective(args.objective, args.power_budget_w, args.latency_budget_s)
     table = read_replay(args.replay, _where(args.where, "--where"))
+    check_columns(table, objective, str(args.replay))
     prior: tuple[Trial, ...] = ()
     if args.prior is not None:
         if args.strategy != "auto":
             raise InvalidValue(f"--prior seeds the auto strategy only, not {args.strategy!r}")
         prior = read_replay(args.prior, _where(args.prior_where, "--prior-where")).trials
+    if shared is not None:
+        from .study_cli import replay_shared
+
+        check_budget(table, objective)
+        return replay_shared(shared, args, table, objective, prior)
     result = run_replay(table, objective, args.strategy, args.trials, seed=args.seed, prior=prior)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))

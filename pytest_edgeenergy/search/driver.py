@@ -89,6 +89,7 @@ def _point_json(t: Trial) -> dict[str, Any]:
         "time_s": t.time_s,
         "power_w": t.power_w,
         "energy_j": t.energy_j,
+        **({"metrics": dict(t.metrics)} if t.metrics else {}),
     }
 
 

@@ -4,6 +4,15 @@ A CSV names its knobs as the project does (any of :data:`~.space.KNOB_NAMES`) an
 ``time_s`` (per unit of work) with ``power_w`` (mean power) or ``energy_j`` (per unit of
 work); other columns are ignored, ``#`` lines are comments. ``where`` keeps the rows whose
 columns hold the given values (one workload of a table that holds several).
+
+An interleaved training + inference workload (objective ``max-train-throughput``) adds
+the metric columns :data:`METRIC_COLUMNS`: ``train_minibatches_per_s`` (training
+minibatches per second of the window, >= 0) and ``latency_p99_s`` (inference latency
+p99, s), with ``power_w`` (mean power of the window). Its ``batch_size`` column is the
+inference batch size. ``time_s`` may be left out there: it is then 1 /
+``train_minibatches_per_s`` (the unit of work is one training minibatch, so ``energy_j``
+is the window's energy per training minibatch). :func:`check_columns` names a column the
+objective needs and the table lacks.
 """
 
 from __future__ import annotations
@@ -18,10 +27,13 @@ from typing import Any
 
 from ..errors import InvalidValue
 from .driver import PointFailed
+from .objective import LATENCY_P99, THROUGHPUT, Objective
 from .space import CATEGORICAL, KNOB_NAMES, Knobs, KnobValue, Point, Space
 from .trial import Trial
 
 FIGURES = ("time_s", "power_w", "energy_j")
+METRIC_COLUMNS = (THROUGHPUT, LATENCY_P99)
+"""Named metrics a table may carry (each trial's :attr:`~.trial.Trial.metrics`)."""
 
 
 class ReplayError(InvalidValue):
@@ -55,7 +67,9 @@ class ReplayOracle:
         trial = self._by_point.get(self.table.space.point(knobs))
         if trial is None:
             raise PointFailed(f"{knobs}: not in the replay table")
-        return Trial(knobs=dict(knobs), time_s=trial.time_s, power_w=trial.power_w)
+        return Trial(
+            knobs=dict(knobs), time_s=trial.time_s, power_w=trial.power_w, metrics=trial.metrics
+        )
 
 
 def knob_value(name: str, text: str) -> KnobValue:
@@ -83,6 +97,28 @@ def _figure(name: str, text: str) -> float:
     return value
 
 
+def _metric_figure(name: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidValue(f"{name} {text!r}: not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise InvalidValue(f"{name} {text!r}: must be a number >= 0")
+    return value
+
+
+def check_columns(table: ReplayTable, objective: Objective, source: str) -> None:
+    """Refuse a table that lacks a column ``objective`` reads (named with the objective)."""
+    for name in objective.needs:
+        if not all(name in t.metrics for t in table.trials):
+            raise ReplayError(
+                source,
+                f"objective {objective.name} needs column {name} (with "
+                f"{', '.join(n for n in objective.needs if n != name)}, power_w and the knob "
+                "columns); the table has no such column",
+            )
+
+
 def table_from_rows(
     rows: Sequence[Mapping[str, Any]], source: str, where: Mapping[str, str] | None = None
 ) -> ReplayTable:
@@ -106,7 +142,15 @@ def table_from_rows(
             f"{', '.join(columns)})",
         )
     have = [f for f in FIGURES if f in columns]
-    if "time_s" not in have or len(have) < 2:
+    metrics = [m for m in METRIC_COLUMNS if m in columns]
+    per_minibatch = "time_s" not in have and THROUGHPUT in metrics
+    if per_minibatch and "power_w" not in have:
+        raise ReplayError(
+            source,
+            f"needs column power_w with {THROUGHPUT} (the window's mean power); it has "
+            f"{', '.join(columns)}",
+        )
+    if not per_minibatch and ("time_s" not in have or len(have) < 2):
         raise ReplayError(
             source, f"needs columns time_s and power_w (or energy_j); it has {', '.join(columns)}"
         )
@@ -115,7 +159,17 @@ def table_from_rows(
     for line, row in enumerate(rows, start=1):
         try:
             point = {n: knob_value(n, str(row[n])) for n in knobs}
-            time_s = _figure("time_s", str(row["time_s"]))
+            figures = {m: _metric_figure(m, str(row[m])) for m in metrics}
+            if per_minibatch:
+                throughput = figures[THROUGHPUT]
+                if throughput <= 0:
+                    raise InvalidValue(
+                        f"{THROUGHPUT} {row[THROUGHPUT]!r}: must be positive without a "
+                        "time_s column (time_s is 1 / minibatches per second)"
+                    )
+                time_s = 1.0 / throughput
+            else:
+                time_s = _figure("time_s", str(row["time_s"]))
             if "power_w" in have:
                 power_w = _figure("power_w", str(row["power_w"]))
             else:
@@ -124,14 +178,16 @@ def table_from_rows(
             raise ReplayError(source, f"data row {line}: {exc}") from None
         point_key = tuple(point[n] for n in knobs)
         if point_key in seen:
-            others = [c for c in columns if c not in knobs and c not in FIGURES]
+            others = [
+                c for c in columns if c not in knobs and c not in FIGURES and c not in metrics
+            ]
             raise ReplayError(
                 source,
                 f"data rows {seen[point_key]} and {line} are the same point {point}; keep one "
                 f"workload with --where COLUMN=VALUE (other columns: {', '.join(others)})",
             )
         seen[point_key] = line
-        trials.append(Trial(knobs=point, time_s=time_s, power_w=power_w))
+        trials.append(Trial(knobs=point, time_s=time_s, power_w=power_w, metrics=figures))
     return ReplayTable(Space.from_points([t.knobs for t in trials]), tuple(trials))
 
 
@@ -180,12 +236,30 @@ def report_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                 **knobs,
                 "time_s": time_s,
                 "energy_j": energy_j,
+                **_interleave_columns(test),
                 "workload": workload_of(test),
                 "test": test_name(test),
                 "params": params_key(rest),
             }
         )
     return rows
+
+
+def _interleave_columns(test: Mapping[str, Any]) -> dict[str, float]:
+    """An interleaved test's metric columns and window power (``extra.interleave``; the
+    batch size is its inference batch size), else nothing."""
+    figures = (test.get("extra") or {}).get("interleave")
+    if not isinstance(figures, Mapping):
+        return {}
+    out = {}
+    for name in (*METRIC_COLUMNS, "power_w"):
+        value = figures.get(name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return {}
+        out[name] = float(value)
+    if out[THROUGHPUT] > 0:
+        out["time_s"] = 1.0 / out[THROUGHPUT]  # the unit of work: one training minibatch
+    return out
 
 
 def read_report(path: Path, where: Mapping[str, str] | None = None) -> ReplayTable:
@@ -197,6 +271,8 @@ def read_report(path: Path, where: Mapping[str, str] | None = None) -> ReplayTab
         raise ReplayError(path, "has no passed, valid test with a pinned operating point")
     names = {n for r in rows for n in KNOB_NAMES if n in r}
     rows = [r for r in rows if names <= r.keys()]
+    if any(THROUGHPUT in r for r in rows):  # interleaved tests: those that carry the metrics
+        rows = [r for r in rows if THROUGHPUT in r]
     return table_from_rows(rows, str(path), where)
 
 

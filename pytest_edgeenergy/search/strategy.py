@@ -65,15 +65,17 @@ class StrategyFactory(Protocol):
 def rank(trial: Trial | None, objective: Objective) -> tuple[int, float]:
     """Sort key of a trial (lower is better): feasible by objective value, then
     infeasible by how far over budget (a trial marked ``infeasible`` after those over
-    budget only), then failed (or None: a point that cannot exist)."""
-    if trial is None or not trial.ok:
+    budget only), then failed (or None: a point that cannot exist; or a trial without a
+    metric the objective needs: it cannot be judged)."""
+    if trial is None or not trial.ok or objective.missing(trial.metrics):
         return (2, math.inf)
     assert trial.time_s is not None and trial.power_w is not None
+    figures = (trial.time_s, trial.power_w, trial.metrics)
     if trial.infeasible is not None:
-        return (1, 1.0 + objective.violation(trial.time_s, trial.power_w))
-    if not objective.feasible(trial.time_s, trial.power_w):
-        return (1, objective.violation(trial.time_s, trial.power_w))
-    return (0, objective.value(trial.time_s, trial.power_w))
+        return (1, 1.0 + objective.violation(*figures))
+    if not objective.feasible(*figures):
+        return (1, objective.violation(*figures))
+    return (0, objective.value(*figures))
 
 
 def profiled(space: Space, history: Sequence[Trial]) -> dict[Point, Trial]:

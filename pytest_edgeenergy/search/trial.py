@@ -37,6 +37,10 @@ class Trial:
     """Why a measured point breaks a constraint its time and power cannot show (a load
     scenario's missed deadlines); None when it does not."""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    metrics: Mapping[str, float] = field(default_factory=dict, compare=False)
+    """Named figures an objective reads besides time and power (an interleaved workload's
+    ``train_minibatches_per_s`` and ``latency_p99_s``: :data:`~.objective.METRICS_OF`);
+    each a finite number >= 0."""
 
     def __post_init__(self) -> None:
         if self.failed is None:
@@ -45,6 +49,16 @@ class Trial:
                     raise ValueError(
                         f"trial {self.knobs}: {name} {value!r} is not a positive number"
                     )
+        for name, figure in self.metrics.items():
+            if (
+                not isinstance(figure, (int, float))
+                or isinstance(figure, bool)
+                or not math.isfinite(figure)
+                or figure < 0
+            ):
+                raise ValueError(
+                    f"trial {self.knobs}: metric {name} {figure!r} is not a number >= 0"
+                )
 
     @property
     def ok(self) -> bool:
@@ -74,6 +88,7 @@ class Trial:
             "energy_j": self.energy_j,
             "failed": self.failed,
             **({"infeasible": self.infeasible} if self.infeasible is not None else {}),
+            **({"metrics": dict(self.metrics)} if self.metrics else {}),
         }
 
     @classmethod
@@ -85,4 +100,5 @@ class Trial:
             power_w=data.get("power_w"),
             failed=data.get("failed"),
             infeasible=data.get("infeasible"),
+            metrics=dict(data.get("metrics") or {}),
         )

@@ -9,11 +9,19 @@ shape and the process the rest. The first points are the two-level design: every
 combination of each knob's lowest and highest value (2^d points for d knobs; the
 extremes bound what the knobs do and show where one knob's effect depends on another,
 e.g. the CPU clock costing watts with a slow GPU and almost nothing with a fast one),
-when it takes at most 16 points and two thirds of the trials; then (or only) a
+when it takes at most 16 points and two thirds of the trials; else, for 5 knobs, its half
+fraction under the same limits (the 16 corners whose coded levels, -1 lowest and +1
+highest, multiply to +1: every knob's effect and every two-knob interaction still apart).
+On the interleaved workload's 5 knobs (cores x CPU x GPU x EMC clock x inference batch)
+the 8-point space-filling start used before missed the fast line under a power budget
+(2 cores at the top CPU, GPU and EMC clocks) in 7 of 80 benchmark searches, the half
+fraction in none (benchmarks/bench_search_interleave.py); then (or only) a
 space-filling design (greedy max-min distance from a seeded start) up to d + 3 points in all
 (at most 8; 3 with a prior). After them each proposal maximises the
 expected improvement of the objective times the probability of meeting the budgets (no
-feasible point yet: the most probably feasible one). Pareto scalarises time and energy
+feasible point yet: the most probably feasible one). Max-train-throughput (an interleaved
+workload) models minus log training minibatches/s as its objective and log inference
+latency p99 for the latency budget's probability (power as ever). Pareto scalarises time and energy
 with a seeded random weight per trial (ParEGO). A prior (another workload's or board's
 profiles with the same knobs) adds its own model's predicted log time and log power to
 the trend's columns.
@@ -29,7 +37,7 @@ from typing import TYPE_CHECKING
 from ...errors import InvalidValue
 from ...extras import require
 from ..gp import GP
-from ..objective import Objective
+from ..objective import LATENCY_P99, THROUGHPUT, Objective
 from ..space import Knobs, Point, Space
 from ..strategy import StrategyRequest, profiled
 from ..trial import Trial
@@ -45,6 +53,11 @@ _PRIOR_POINTS = 200
 _MAX_CORNERS = 16
 """The two-level design is used up to this many points (4 knobs), and when it leaves the
 model at least a third of the trials."""
+_MIN_HALF_KNOBS = 5
+"""When the full design does not fit, its half fraction (2^(d-1) points) is used from this
+many knobs (with two values or more) on: only then (resolution V) does it keep every
+knob's effect and every two-knob interaction apart from one another (with 4 knobs two
+interactions share one column, with 3 a knob's effect and an interaction)."""
 
 
 class AutoStrategy:
@@ -83,9 +96,27 @@ class AutoStrategy:
             for i, p in enumerate(self._points)
             if all(j in end for j, end in zip(space.indices(p), ends, strict=True))
         ]
-        fits = len(corners) <= _MAX_CORNERS and (trials is None or 3 * len(corners) <= 2 * trials)
-        self.corners: list[int] = corners if fits else []
-        """The two-level design (indices into the space's points); empty when not used."""
+        varied = sum(len(dim.values) > 1 for dim in space.dims)
+        if not self._fits(corners, trials) and varied >= _MIN_HALF_KNOBS:
+            # The half fraction I = +ABC..: the corners whose coded levels (-1 lowest,
+            # +1 highest) multiply to +1.
+            corners = [
+                i
+                for i in corners
+                if math.prod(
+                    1 if j == end[1] else -1
+                    for j, end in zip(space.indices(self._points[i]), ends, strict=True)
+                )
+                == 1
+            ]
+        self.corners: list[int] = corners if self._fits(corners, trials) else []
+        """The two-level design, full or half (indices into the space's points); empty when
+        not used."""
+
+    @staticmethod
+    def _fits(design: Sequence[int], trials: int | None) -> bool:
+        """At most ``_MAX_CORNERS`` points, leaving the model at least a third of the trials."""
+        return len(design) <= _MAX_CORNERS and (trials is None or 3 * len(design) <= 2 * trials)
 
     def coords(self, point: Point) -> list[float]:
         """A point scaled to [0, 1] per knob (log scale for positive numbers)."""
@@ -148,7 +179,7 @@ class AutoStrategy:
         free = [i for i, p in enumerate(self._points) if p not in done]
         if not free:
             return None
-        ok = [(self._index[p], t) for p, t in done.items() if t.ok and p in self._index]
+        ok = [(self._index[p], t) for p, t in done.items() if self._usable(t) and p in self._index]
         corners = [i for i in self.corners if self._points[i] not in done]
         if corners:
             return self.space.knobs(self._points[self._spread(done, corners)])
@@ -173,10 +204,14 @@ class AutoStrategy:
         import numpy as np
 
         done = profiled(self.space, history)
-        ok = [(self._index[p], t) for p, t in done.items() if t.ok and p in self._index]
+        ok = [(self._index[p], t) for p, t in done.items() if self._usable(t) and p in self._index]
         rows = [self._index[p] for p in points]
         (mu_t, _), (mu_p, _) = self._models(ok, rows)
         return np.exp(mu_t), np.exp(mu_p)
+
+    def _usable(self, trial: Trial) -> bool:
+        """Measured, with every metric the objective reads."""
+        return trial.ok and not self.objective.missing(trial.metrics)
 
     def _trend(self, rows: Sequence[int]) -> Array:
         import numpy as np
@@ -211,10 +246,16 @@ class AutoStrategy:
         fit = [i for i, _ in ok]
         log_t = np.log([t.measured[0] for _, t in ok])
         log_p = np.log([t.measured[1] for _, t in ok])
-        feasible = np.array([t.infeasible is None and obj.feasible(*t.measured) for _, t in ok])
+        feasible = np.array(
+            [t.infeasible is None and obj.feasible(*t.measured, t.metrics) for _, t in ok]
+        )
+        log_latency = log_t
         # The objective's own log is modelled directly: the sum of two models' errors
         # would blur the minimum.
-        if obj.name == "min-time":
+        if obj.needs:  # max-train-throughput: maximise log minibatches/s, p99 bounded
+            y = -_log_floored([t.metrics[THROUGHPUT] for _, t in ok])
+            log_latency = _log_floored([t.metrics[LATENCY_P99] for _, t in ok])
+        elif obj.name == "min-time":
             y = log_t
         elif obj.name == "min-edp":
             y = 2 * log_t + log_p
@@ -226,7 +267,7 @@ class AutoStrategy:
         prob = np.ones(len(free))
         for budget, series in (
             (obj.power_budget_w, log_p),
-            (obj.latency_budget_s, log_t),
+            (obj.latency_budget_s, log_latency),
         ):
             if budget is not None:
                 # A measurement's noise counts: the optimum sits on the budget's edge.
@@ -249,6 +290,17 @@ class AutoStrategy:
             weight * na + (1 - weight) * nb
         )
         return out
+
+
+def _log_floored(values: Sequence[float]) -> Array:
+    """Logs of figures >= 0, a zero (an interleaved window that finished no training
+    minibatch) taken as half the smallest positive one so the model stays finite."""
+    import numpy as np
+
+    positive = [v for v in values if v > 0]
+    floor = 0.5 * min(positive) if positive else 1e-6
+    out: Array = np.log([max(v, floor) for v in values])
+    return out
 
 
 def _norm_cdf(z: Array) -> Array:

@@ -4,8 +4,10 @@ Every proposal builds a fresh in-memory study from the history (``add_trial``), 
 proposal depends on the seed and the history only: a resumed search continues as the
 uninterrupted one. Budgets are Optuna constraints (``power_w - budget <= 0``), which its
 TPE sampler ranks below every feasible trial; pareto is a two-objective study (time,
-energy), which the same sampler handles (MOTPE). Knobs are integer indices into their
-ordered values (so TPE sees their order), categorical for a power mode.
+energy), which the same sampler handles (MOTPE); max-train-throughput minimises minus the
+training minibatches/s, its latency constraint the inference latency p99. Knobs are
+integer indices into their ordered values (so TPE sees their order), categorical for a
+power mode.
 """
 
 from __future__ import annotations
@@ -55,29 +57,32 @@ class OptunaStrategy:
 
         params = dict(zip(self.space.names, self.space.indices(point), strict=True))
         dists = self._distributions()
-        if not trial.ok:
+        if not trial.ok or self.objective.missing(trial.metrics):
             return optuna.trial.create_trial(
                 state=optuna.trial.TrialState.FAIL, params=params, distributions=dists
             )
-        assert trial.time_s is not None and trial.power_w is not None
         return optuna.trial.create_trial(
             params=params,
             distributions=dists,
-            **self._told(trial.time_s, trial.power_w),
+            **self._told(trial),
         )
 
-    def _told(self, time_s: float, power_w: float) -> dict[str, Any]:
+    def _told(self, trial: Trial) -> dict[str, Any]:
+        """Value(s) and constraints of a measured trial (under max-train-throughput the
+        value is minus its training minibatches/s, the latency constraint its p99)."""
         obj = self.objective
+        time_s, power_w = trial.measured
         told: dict[str, Any] = {}
         if obj.multi:
             told["values"] = list(obj.values(time_s, power_w))
         else:
-            told["value"] = obj.value(time_s, power_w)
+            told["value"] = obj.value(time_s, power_w, trial.metrics)
         constraints = {}
         if obj.power_budget_w is not None:
             constraints["power_w"] = power_w - obj.power_budget_w
         if obj.latency_budget_s is not None:
-            constraints["time_s"] = time_s - obj.latency_budget_s
+            key = "latency_p99_s" if obj.needs else "time_s"
+            constraints[key] = obj.latency_s(time_s, trial.metrics) - obj.latency_budget_s
         if constraints:
             told["constraints"] = constraints
         return told
@@ -105,9 +110,8 @@ class OptunaStrategy:
             # A repeat (TPE may ask again for a profiled point) or a combination the space
             # lacks: tell what is known and ask again.
             known = done.get(point)
-            if known is not None and known.ok:
-                assert known.time_s is not None and known.power_w is not None
-                told = self._told(known.time_s, known.power_w)
+            if known is not None and known.ok and not self.objective.missing(known.metrics):
+                told = self._told(known)
                 constraints = told.pop("constraints", None)
                 if constraints:
                     for key, value in constraints.items():

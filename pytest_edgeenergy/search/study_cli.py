@@ -1,0 +1,210 @@
+"""The shared study on the command line: ``edgeenergy search --storage URL --study NAME``
+replaying a table as one worker of the study, and ``--show`` printing the whole study.
+
+Imported by :mod:`.cli` only when ``--storage`` is given (it imports Optuna through
+:mod:`.study`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import InvalidValue
+from .driver import Search, best, pareto_front
+from .objective import Objective
+from .replay import ReplayOracle, ReplayTable
+from .space import Knobs
+from .study import SharedStudy, read_trials
+from .trial import Trial, knobs_text
+
+__all__ = ["REPLAY_TEST", "open_shared", "replay_shared", "show_json", "show_main", "show_text"]
+
+
+# -- --show -------------------------------------------------------------------------------
+
+
+def _objective_of(config: Mapping[str, Any]) -> Objective:
+    return Objective(
+        str(config.get("objective", "min-energy")),
+        config.get("power_budget_w"),
+        config.get("latency_budget_s"),
+    )
+
+
+def show_json(shared: SharedStudy) -> dict[str, Any]:
+    """The whole study: per search, its config, trials (with worker), per-worker counts,
+    best and (pareto) front over every worker's measured trials."""
+    study = shared.load()
+    shared.fail_stale(study)
+    trials = read_trials(study)
+    configs = {
+        k.removeprefix("config:"): v
+        for k, v in study.user_attrs.items()
+        if k.startswith("config:") and isinstance(v, Mapping)
+    }
+    searches = []
+    for test in sorted(configs.keys() | {t.test for t in trials}):
+        config = configs.get(test, {})
+        objective = _objective_of(config)
+        mine = [t for t in trials if t.test == test]
+        measured = [t.trial for t in mine if t.status == "measured"]
+        top = best(measured, objective)
+        workers: dict[str, dict[str, int]] = {}
+        for t in mine:
+            counts = workers.setdefault(t.worker, {})
+            counts[t.status] = counts.get(t.status, 0) + 1
+        searches.append(
+            {
+                "test": test,
+                **config,
+                "trials": [t.to_json() for t in mine],
+                "counted": sum(t.status in ("measured", "failed") for t in mine),
+                "workers": workers,
+                "best": top.to_json() if top is not None else None,
+                "front": (
+                    [t.to_json() for t in pareto_front(measured, objective)]
+                    if objective.multi
+                    else None
+                ),
+            }
+        )
+    return {"study": shared.name, "storage": shared.url, "searches": searches}
+
+
+def show_text(data: Mapping[str, Any]) -> str:
+    """:func:`show_json`'s data for people."""
+    lines = [f"study {data['study']} in {data['storage']}"]
+    for s in data["searches"]:
+        title = f"search {s['test']}: " if s["test"] else ""
+        lines.append(
+            f"{title}strategy {s.get('strategy')}, objective {s.get('objective')}: "
+            f"{s['counted']} trials done"
+        )
+        wide_w = max((len(t["worker"]) for t in s["trials"]), default=0)
+        wide_k = max((len(knobs_text(t["knobs"])) for t in s["trials"]), default=0)
+        for t in s["trials"]:
+            head = f"  #{t['number']:<3} {t['worker']:{wide_w}}  {knobs_text(t['knobs']):{wide_k}}"
+            if t["status"] == "measured":
+                lines.append(
+                    f"{head} {t['time_s']:.4g} s  {t['power_w']:.4g} W  {t['energy_j']:.4g} J"
+                )
+            else:
+                lines.append(
+                    f"{head} {t['status']}" + (f": {t['reason']}" if "reason" in t else "")
+                )
+        lines.append("  per worker:")
+        for worker, counts in sorted(s["workers"].items()):
+            said = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+            lines.append(f"    {worker}: {said}")
+        b = s["best"]
+        if b is None:
+            lines.append("  best: no measured point met the budget")
+        else:
+            lines.append(
+                f"  best: {knobs_text(b['knobs'])}: {b['time_s']:.4g} s, {b['power_w']:.4g} W, "
+                f"{b['energy_j']:.4g} J"
+            )
+        if s["front"] is not None:
+            lines.append("  pareto front (time vs energy):")
+            lines += [
+                f"    {knobs_text(t['knobs'])}: {t['time_s']:.4g} s, {t['energy_j']:.4g} J"
+                for t in s["front"]
+            ]
+    return "\n".join(lines)
+
+
+# -- edgeenergy search --storage ----------------------------------------------------------
+
+REPLAY_TEST = ""
+"""The search key of ``edgeenergy search --replay`` in a study (pytest's are test ids)."""
+
+
+class _DelayedOracle:
+    """A replay oracle that takes ``delay_s`` per measurement (a profile's stand-in)."""
+
+    def __init__(self, oracle: ReplayOracle, delay_s: float) -> None:
+        self.oracle = oracle
+        self.delay_s = delay_s
+
+    def measure(self, knobs: Knobs) -> Trial:
+        time.sleep(self.delay_s)
+        return self.oracle.measure(knobs)
+
+
+def open_shared(args: argparse.Namespace) -> SharedStudy:
+    """The study ``edgeenergy search --storage URL --study NAME`` names."""
+    if args.storage is None or args.study is None:
+        raise InvalidValue(
+            "--storage URL and --study NAME go together (--show and --replay-delay-s need both)"
+        )
+    if not (math.isfinite(args.replay_delay_s) and 0 <= args.replay_delay_s <= 3600):
+        raise InvalidValue(f"--replay-delay-s {args.replay_delay_s:g}: allowed 0-3600 s")
+    return SharedStudy(args.storage, args.study, heartbeat_s=args.study_heartbeat_s)
+
+
+def show_main(shared: SharedStudy, *, as_json: bool) -> int:
+    """``--show``: the whole study."""
+    data = show_json(shared)
+    print(json.dumps(data, indent=2) if as_json else show_text(data))
+    return 0
+
+
+def replay_shared(
+    shared: SharedStudy,
+    args: argparse.Namespace,
+    table: ReplayTable,
+    objective: Objective,
+    prior: Sequence[Trial],
+) -> int:
+    """Replay ``table`` as one worker of the study until it holds ``--trials`` trials;
+    prints this worker's trials."""
+    from .strategies import make_strategy
+
+    strategy = make_strategy(
+        args.strategy, table.space, objective, seed=args.seed, prior=prior, trials=args.trials
+    )
+    search = Search(table.space, objective, strategy)
+    shared.join(REPLAY_TEST, table.space, objective, args.strategy, args.seed)
+    oracle = _DelayedOracle(ReplayOracle(table), args.replay_delay_s)
+    mine: list[dict[str, Any]] = []
+    while (claim := shared.claim(REPLAY_TEST, search, args.trials)) is not None:
+        trial = search.measure(oracle, claim.knobs)
+        why = shared.finish(REPLAY_TEST, table.space, claim, trial, objective, args.trials)
+        mine.append(
+            {"number": claim.number, **trial.to_json(), **({"not_counted": why} if why else {})}
+        )
+    done = shared.view(REPLAY_TEST, objective).done
+    out = {
+        "study": shared.name,
+        "storage": shared.url,
+        "worker": shared.worker,
+        "study_trials": done,
+        "trials": mine,
+    }
+    print(json.dumps(out, indent=2) if args.json else _worker_text(out))
+    return 0
+
+
+def _worker_text(out: Mapping[str, Any]) -> str:
+    lines = [
+        f"worker {out['worker']} in study {out['study']} ({out['storage']}): "
+        f"{len(out['trials'])} trials of its own, {out['study_trials']} in the study"
+    ]
+    wide = max((len(knobs_text(t["knobs"])) for t in out["trials"]), default=0)
+    for t in out["trials"]:
+        head = f"  #{t['number']:<3} {knobs_text(t['knobs']):{wide}}"
+        if t["failed"] is None:
+            line = f"{head} {t['time_s']:.4g} s  {t['power_w']:.4g} W  {t['energy_j']:.4g} J"
+        else:
+            line = f"{head} failed: {t['failed']}"
+        lines.append(line + (f"  (not counted: {t['not_counted']})" if "not_counted" in t else ""))
+    lines.append(
+        f"the whole study: edgeenergy search --storage {out['storage']} --study "
+        f"{out['study']} --show"
+    )
+    return "\n".join(lines)
