@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 # On a Jetson the suites run on the board itself; elsewhere on a virtual Orin Nano.
 BOARD ?= $(shell test -e /etc/nv_tegra_release && echo "" || echo "--edge-board=sim:orin-nano")
 POWER_MODE ?= 15W
-# The main job's counts: sized to finish in about 5 minutes on a 2-core CPU machine. The
+# The main job's counts: sized to finish in about 6 minutes on a 2-core CPU machine. The
 # studies' own counts (3,200 items x 10 repeats, batch 8..64) are the plugin's defaults:
 # `make run SUITE_ARGS=` runs them. torch.compile variants are slow on CPU (tens of seconds
 # to compile each model): run them on their own with ARGS='-k compile'. ONNX Runtime's int8

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EdgeEnergyError
+from ..words import counted
 from .baselines import not_comparable, total_definition
 from .keys import JoinKey, join_key
 from .load import ReportError, check_report
@@ -357,8 +358,8 @@ def merge_main(argv: Sequence[str] | None = None) -> int:
         boards = len({t["board"]["label"] for t in results})
         again = len(info["duplicates"])
         print(
-            f"{path}: {len(info['inputs'])} reports of {m.slug} on {boards} boards, "
-            f"{len(m.report['tests'])} results"
+            f"{path}: {counted(len(info['inputs']), 'report')} of {m.slug} on "
+            f"{counted(boards, 'board')}, {counted(len(m.report['tests']), 'result')}"
             + (f", {again} measured again (kept and flagged)" if again else "")
         )
     return 0
