@@ -411,3 +411,46 @@ def test_edge_bench_note_goes_to_the_entrys_extra() -> None:
     for taken in ("runs", "phases", "preflight", "formulas", ""):
         with pytest.raises(ValueError, match="taken by edge_bench"):
             bench.note(taken, 1)
+
+
+def test_suite_searched_for_training_throughput_on_a_virtual_orin_nano(tmp_path: Path) -> None:
+    """The issue's search, live: the interleaved suite under ``--edge-search`` with the
+    max-train-throughput objective; each trial is read from the test's own figures."""
+    pytest.importorskip("torch", reason="the suites need torch")
+    pytest.importorskip("torchvision", reason="the suites need torchvision")
+    from suite_runs import SUITES, run_suites
+
+    report = tmp_path / "report.json"
+    run_suites(
+        str(SUITES / "test_interleave.py"),
+        "--edge-board=sim:orin-nano",
+        "--edge-quick",
+        "-k",
+        "cpu and alternating",
+        "--edge-search=random",
+        "--edge-trials=2",
+        "--edge-objective=max-train-throughput",
+        "--edge-latency-budget-s=60",
+        "--edge-power-budget-w=1000",
+        "--gpu-freq=min,max",
+        "--batch-size=1,4",
+        f"--edge-report={report}",
+        cwd=tmp_path,
+    )
+    data = json.loads(report.read_text())
+    (search,) = data["search"]
+    assert search["objective"] == "max-train-throughput"
+    assert len(search["trials"]) == 2
+    by_trial = {
+        t["extra"]["search"]["trial"]: t
+        for t in data["tests"]
+        if "search" in t.get("extra", {}) and t["extra"]["search"]["trial"] is not None
+    }
+    for position, trial in enumerate(search["trials"]):
+        assert trial["failed"] is None, trial
+        x = by_trial[position]["extra"]["interleave"]
+        assert trial["metrics"]["train_minibatches_per_s"] == x["train_minibatches_per_s"]
+        assert trial["metrics"]["latency_p99_s"] == x["latency_p99_s"]
+        assert x["infer_batch_size"] == trial["knobs"]["batch_size"]
+        assert math.isclose(trial["time_s"], 1.0 / x["train_minibatches_per_s"], rel_tol=1e-9)
+    assert search["best"] is not None  # budgets no trial can miss
