@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..bench.scenarios import ALLOWED_MISS_FRACTION, Scenario
 from ..errors import EdgeEnergyError
 from ..search.driver import Search
-from ..search.objective import LATENCY_P99, THROUGHPUT, Objective
+from ..search.objective import THROUGHPUT, Objective, metrics_text
 from ..search.space import Knobs, Space
 from ..search.strategies import make_strategy
 from ..search.trial import Trial
@@ -842,10 +842,7 @@ def _figures(t: Trial) -> str:
     if not t.ok:
         return f"failed: {t.failed}"
     text = f"{t.time_s:.4g} s  {t.power_w:.4g} W  {t.energy_j:.4g} J"
-    if THROUGHPUT in t.metrics:
-        text += f"  {t.metrics[THROUGHPUT]:.4g} minibatch/s"
-    if LATENCY_P99 in t.metrics:
-        text += f"  p99 {t.metrics[LATENCY_P99]:.4g} s"
+    text += metrics_text(t.metrics)
     return text + (f"  infeasible: {t.infeasible}" if t.infeasible is not None else "")
 
 

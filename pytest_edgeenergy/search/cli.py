@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import InvalidValue
 from ..options_spec import add_arguments
 from .driver import Search, SearchResult
-from .objective import LATENCY_P99, OBJECTIVES, THROUGHPUT, Objective
+from .objective import OBJECTIVES, Objective, metrics_text
 from .replay import ReplayOracle, ReplayTable, check_columns, read_replay
 from .strategies import make_strategy
 from .trial import Trial, knobs_text
@@ -125,7 +125,7 @@ def _text(result: SearchResult, table: ReplayTable) -> str:
             ok = result.objective.feasible(*t.measured, t.metrics)
             lines.append(
                 f"  trial{i:<3} {knobs_text(t.knobs):60} {t.time_s:.4g} s  {t.power_w:.4g} W  "
-                f"{t.energy_j:.4g} J{_metrics_text(t)}{'' if ok else '  over budget'}"
+                f"{t.energy_j:.4g} J{metrics_text(t.metrics)}{'' if ok else '  over budget'}"
             )
         else:
             lines.append(f"  trial{i:<3} {knobs_text(t.knobs):60} failed: {t.failed}")
@@ -135,7 +135,7 @@ def _text(result: SearchResult, table: ReplayTable) -> str:
     else:
         lines.append(
             f"best: {knobs_text(b.knobs)}: {b.time_s:.4g} s, {b.power_w:.4g} W, {b.energy_j:.4g} J"
-            + _metrics_text(b)
+            + metrics_text(b.metrics)
         )
     if result.objective.multi:
         lines.append("pareto front (time vs energy):")
@@ -143,13 +143,6 @@ def _text(result: SearchResult, table: ReplayTable) -> str:
             f"  {knobs_text(t.knobs)}: {t.time_s:.4g} s, {t.energy_j:.4g} J" for t in result.front
         ]
     return "\n".join(lines)
-
-
-def _metrics_text(t: Trial) -> str:
-    """An interleaved point's figures: training minibatches/s and inference p99."""
-    m = t.metrics
-    out = f"  {m[THROUGHPUT]:.4g} minibatch/s" if THROUGHPUT in m else ""
-    return out + (f"  p99 {m[LATENCY_P99]:.4g} s" if LATENCY_P99 in m else "")
 
 
 def search_main(argv: Sequence[str]) -> int:

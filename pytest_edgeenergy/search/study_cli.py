@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import InvalidValue
 from .driver import Search, best, pareto_front
-from .objective import Objective
+from .objective import Objective, metrics_text
 from .replay import ReplayOracle, ReplayTable
 from .space import Knobs
 from .study import SharedStudy, read_trials
@@ -92,6 +92,7 @@ def show_text(data: Mapping[str, Any]) -> str:
             if t["status"] == "measured":
                 lines.append(
                     f"{head} {t['time_s']:.4g} s  {t['power_w']:.4g} W  {t['energy_j']:.4g} J"
+                    + metrics_text(t.get("metrics") or {})
                 )
             else:
                 lines.append(
@@ -107,7 +108,7 @@ def show_text(data: Mapping[str, Any]) -> str:
         else:
             lines.append(
                 f"  best: {knobs_text(b['knobs'])}: {b['time_s']:.4g} s, {b['power_w']:.4g} W, "
-                f"{b['energy_j']:.4g} J"
+                f"{b['energy_j']:.4g} J" + metrics_text(b.get("metrics") or {})
             )
         if s["front"] is not None:
             lines.append("  pareto front (time vs energy):")
@@ -199,7 +200,10 @@ def _worker_text(out: Mapping[str, Any]) -> str:
     for t in out["trials"]:
         head = f"  #{t['number']:<3} {knobs_text(t['knobs']):{wide}}"
         if t["failed"] is None:
-            line = f"{head} {t['time_s']:.4g} s  {t['power_w']:.4g} W  {t['energy_j']:.4g} J"
+            line = (
+                f"{head} {t['time_s']:.4g} s  {t['power_w']:.4g} W  {t['energy_j']:.4g} J"
+                + metrics_text(t.get("metrics") or {})
+            )
         else:
             line = f"{head} failed: {t['failed']}"
         lines.append(line + (f"  (not counted: {t['not_counted']})" if "not_counted" in t else ""))
