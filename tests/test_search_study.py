@@ -367,3 +367,23 @@ def test_bad_study_options_are_usage_errors(
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}"])
+
+
+def test_a_board_joining_a_full_study_says_where_the_best_is(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """Running the same command again when the study holds its trials profiles nothing on
+    this board: the summary points at the study, not at budgets no point met."""
+    pytester.makepyfile(test_inner=WORKLOAD)
+    storage = f"journal:{tmp_path / 'study.log'}"
+    args = (
+        "-p", "no:randomly", "--edge-board=sim:orin-nano", "--edge-idle-s=0",
+        "--edge-quick", "--edge-search=random", "--edge-trials=2", "--gpu-freq=all",
+        f"--edge-search-storage={storage}", "--edge-study=s", "test_inner.py",
+    )  # fmt: skip
+    first = pytester.runpytest_subprocess(*args, timeout=RUN_TIMEOUT_S)
+    first.assert_outcomes(passed=3)
+    again = pytester.runpytest_subprocess(*args, timeout=RUN_TIMEOUT_S)
+    again.assert_outcomes(passed=1, skipped=2)
+    again.stdout.fnmatch_lines(["*best: this board profiled no point (the study's: --show above)"])
+    assert "no profiled point met" not in again.stdout.str()

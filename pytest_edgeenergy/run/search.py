@@ -538,7 +538,9 @@ class SessionSearch:
             for i, t in enumerate(result.trials):
                 lines.append(f"  {'trial' + str(i):8} {_knobs_text(t.knobs):48} {_figures(t)}")
             best = result.best
-            if best is None:
+            if best is None and not result.trials and self.study is not None:
+                lines.append("  best: this board profiled no point (the study's: --show above)")
+            elif best is None:
                 lines.append("  best: no profiled point met the objective's budgets")
             else:
                 lines.append(f"  best: {_knobs_text(best.knobs)}: {_figures(best)}")
