@@ -201,6 +201,11 @@ class EdgeBench:
         out["extra"].update(self._notes)
         return out
 
+    @property
+    def notes(self) -> dict[str, Any]:
+        """What :meth:`note` recorded so far (a copy)."""
+        return dict(self._notes)
+
     def note(self, key: str, value: Any) -> None:
         """Record ``value`` (JSON values) under ``key`` in the test's report ``extra``
         (e.g. ``extra.interleave``); the keys :func:`.result.merge_report` fills are taken."""

@@ -111,7 +111,7 @@ class LiveSearch:
                         search_key(item),
                         slot.index,
                         bench_results=lambda: es.bench_results_of(nodeid),
-                        bench_extra=lambda: es.bench_extra_of(nodeid),
+                        bench_notes=lambda: es.bench_notes_of(nodeid),
                     )
                 )
             except TrialSkipped as e:

@@ -344,13 +344,11 @@ class PluginSession:
         bench = self._benches.get(nodeid)
         return list(bench.results) if bench is not None else []
 
-    def bench_extra_of(self, nodeid: str) -> dict[str, Any]:
+    def bench_notes_of(self, nodeid: str) -> dict[str, Any]:
         """What the ``edge_bench`` of test ``nodeid`` noted for its report's ``extra`` so
-        far (``edge_bench.note``; the whole report merges at teardown)."""
+        far (``edge_bench.note``; its whole report merges at teardown)."""
         bench = self._benches.get(nodeid)
-        if bench is None or not (bench.results or bench.phases or bench.preflights):
-            return {}
-        return dict(bench.report()["extra"])
+        return {} if bench is None else bench.notes
 
     def bench_results(self) -> list[BenchResult]:
         """Every ``edge_bench`` run of this session, in order."""

@@ -339,12 +339,12 @@ class SessionSearch:
         index: int | None,
         *,
         bench_results: Callable[[], Sequence[Any]] = tuple,
-        bench_extra: Callable[[], Mapping[str, Any]] = dict,
+        bench_notes: Callable[[], Mapping[str, Any]] = dict,
     ) -> Iterator[OperatingPoint]:
         """Propose and pin trial ``index`` (None: the dvfs reference) of search ``key`` for
         record ``record_id``; when the body ends, the record becomes the trial (its
-        ``bench_results()``, else its windows; ``bench_extra()``: what its ``edge_bench``
-        noted for the report's ``extra`` so far, where an interleaved test's figures are).
+        ``bench_results()``, else its windows; ``bench_notes()``: what its ``edge_bench``
+        noted for the report's ``extra``, where an interleaved test's figures are).
         :class:`TrialSkipped` before anything runs when the slot was resumed, the strategy
         has nothing left, or the board refused the point (then recorded as a failed trial)."""
         from ..control.operating_point import DVFS, OperatingPoint
@@ -391,9 +391,8 @@ class SessionSearch:
             except BaseException:
                 self._drop_claim(ts, "the test was interrupted")
                 raise
-        interleave = bench_extra().get("interleave")
-        if interleave is not None:  # edge_bench merges its notes only at teardown
-            rec.extra.setdefault("interleave", interleave)
+        for key, value in bench_notes().items():  # edge_bench merges them only at teardown
+            rec.extra.setdefault(key, value)
         self._finish(session, ts, index, knobs, rec, bench_results(), failed=None)
 
     def _propose(self, session: EnergySession, ts: TestSearch, slot: str) -> Knobs | None:
