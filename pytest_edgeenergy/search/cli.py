@@ -158,7 +158,8 @@ def search_main(argv: Sequence[str]) -> int:
     if args.replay is None or args.trials is None:
         raise InvalidValue("--replay FILE and --trials N are required (or --show with --study)")
     objective = Objective(args.objective, args.power_budget_w, args.latency_budget_s)
-    table = read_replay(args.replay, _where(args.where, "--where"))
+    where = _where(args.where, "--where")
+    table = read_replay(args.replay, where)
     check_columns(table, objective, str(args.replay))
     prior: tuple[Trial, ...] = ()
     if args.prior is not None:
@@ -169,7 +170,7 @@ def search_main(argv: Sequence[str]) -> int:
         from .study_cli import replay_shared
 
         check_budget(table, objective)
-        return replay_shared(shared, args, table, objective, prior)
+        return replay_shared(shared, args, table, objective, prior, where)
     result = run_replay(table, objective, args.strategy, args.trials, seed=args.seed, prior=prior)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))

@@ -8,21 +8,33 @@ Imported by :mod:`.cli` only when ``--storage`` is given (it imports Optuna thro
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidValue
+from ..words import counted
 from .driver import Search, best, pareto_front
 from .objective import Objective, metrics_text
 from .replay import ReplayOracle, ReplayTable
 from .space import Knobs
+from .strategy import rank
 from .study import SharedStudy, read_trials
 from .trial import Trial, knobs_text
 
-__all__ = ["REPLAY_TEST", "open_shared", "replay_shared", "show_json", "show_main", "show_text"]
+__all__ = [
+    "REPLAY_TEST",
+    "open_shared",
+    "replay_shared",
+    "show_json",
+    "show_main",
+    "show_text",
+    "table_sha256",
+]
 
 
 # -- --show -------------------------------------------------------------------------------
@@ -36,17 +48,46 @@ def _objective_of(config: Mapping[str, Any]) -> Objective:
     )
 
 
+def _searches(attrs: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Each search's identity by test, from the study's user attrs (``search``, ``search
+    TEST``; a format 1 study's ``config:TEST``)."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for key, value in attrs.items():
+        if not isinstance(value, Mapping):
+            continue
+        if key == "search" or key.startswith("search "):
+            out[key.removeprefix("search").removeprefix(" ")] = value
+        elif key.startswith("config:"):
+            out[key.removeprefix("config:")] = value
+    return out
+
+
+def _feasible(trial: Trial, objective: Objective) -> bool:
+    return rank(trial, objective)[0] == 0
+
+
+def _verdict_of(t: Mapping[str, Any]) -> str:
+    """How a measured trial's line ends (its JSON with ``feasible``), as a one-process
+    search prints it: nothing when it meets the budgets, else why not."""
+    if t["feasible"]:
+        return ""
+    return f"  infeasible: {t['infeasible']}" if "infeasible" in t else "  over budget"
+
+
+def _figures(t: Mapping[str, Any]) -> str:
+    return f"{t['time_s']:.4g} s  {t['power_w']:.4g} W  {t['energy_j']:.4g} J" + metrics_text(
+        t.get("metrics") or {}
+    )
+
+
 def show_json(shared: SharedStudy) -> dict[str, Any]:
-    """The whole study: per search, its config, trials (with worker), per-worker counts,
-    best and (pareto) front over every worker's measured trials."""
+    """The whole study: per search, its identity, trials (with worker and, measured, whether
+    within the budgets), per-worker counts (withdrawn claims apart), best and (pareto)
+    front over every worker's measured trials."""
     study = shared.load()
     shared.fail_stale(study)
     trials = read_trials(study)
-    configs = {
-        k.removeprefix("config:"): v
-        for k, v in study.user_attrs.items()
-        if k.startswith("config:") and isinstance(v, Mapping)
-    }
+    configs = _searches(study.user_attrs)
     searches = []
     for test in sorted(configs.keys() | {t.test for t in trials}):
         config = configs.get(test, {})
@@ -56,14 +97,28 @@ def show_json(shared: SharedStudy) -> dict[str, Any]:
         top = best(measured, objective)
         workers: dict[str, dict[str, int]] = {}
         for t in mine:
-            counts = workers.setdefault(t.worker, {})
-            counts[t.status] = counts.get(t.status, 0) + 1
+            if t.status != "withdrawn":
+                counts = workers.setdefault(t.worker, {})
+                counts[t.status] = counts.get(t.status, 0) + 1
+        strategies = list(dict.fromkeys(t.strategy for t in mine if t.strategy is not None))
         searches.append(
             {
                 "test": test,
                 **config,
-                "trials": [t.to_json() for t in mine],
+                "strategy": "/".join(strategies) or config.get("strategy"),
+                "trials": [
+                    {
+                        **t.to_json(),
+                        **(
+                            {"feasible": _feasible(t.trial, objective)}
+                            if t.status == "measured"
+                            else {}
+                        ),
+                    }
+                    for t in mine
+                ],
                 "counted": sum(t.status in ("measured", "failed") for t in mine),
+                "withdrawn": sum(t.status == "withdrawn" for t in mine),
                 "workers": workers,
                 "best": top.to_json() if top is not None else None,
                 "front": (
@@ -77,31 +132,36 @@ def show_json(shared: SharedStudy) -> dict[str, Any]:
 
 
 def show_text(data: Mapping[str, Any]) -> str:
-    """:func:`show_json`'s data for people."""
+    """:func:`show_json`'s data for people (withdrawn claims counted, not listed)."""
     lines = [f"study {data['study']} in {data['storage']}"]
     for s in data["searches"]:
         title = f"search {s['test']}: " if s["test"] else ""
         lines.append(
-            f"{title}strategy {s.get('strategy')}, objective {s.get('objective')}: "
+            f"{title}strategy {s.get('strategy')}, objective {_objective_of(s).describe()}: "
             f"{s['counted']} trials done"
         )
-        wide_w = max((len(t["worker"]) for t in s["trials"]), default=0)
-        wide_k = max((len(knobs_text(t["knobs"])) for t in s["trials"]), default=0)
-        for t in s["trials"]:
+        listed = [t for t in s["trials"] if t["status"] != "withdrawn"]
+        wide_w = max((len(t["worker"]) for t in listed), default=0)
+        wide_k = max((len(knobs_text(t["knobs"])) for t in listed), default=0)
+        for t in listed:
             head = f"  #{t['number']:<3} {t['worker']:{wide_w}}  {knobs_text(t['knobs']):{wide_k}}"
             if t["status"] == "measured":
-                lines.append(
-                    f"{head} {t['time_s']:.4g} s  {t['power_w']:.4g} W  {t['energy_j']:.4g} J"
-                    + metrics_text(t.get("metrics") or {})
-                )
+                lines.append(f"{head} {_figures(t)}{_verdict_of(t)}")
             else:
                 lines.append(
                     f"{head} {t['status']}" + (f": {t['reason']}" if "reason" in t else "")
                 )
+        if s["withdrawn"]:
+            lines.append(
+                f"  {counted(s['withdrawn'], 'withdrawn claim')} not listed: a point two workers "
+                "claimed at once stays with the first (PRUNED in Optuna, not counted)"
+            )
         lines.append("  per worker:")
         for worker, counts in sorted(s["workers"].items()):
             said = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-            lines.append(f"    {worker}: {said}")
+            own = next((t for t in listed if t["worker"] == worker and "strategy" in t), None)
+            how = f" ({own['strategy']}, seed {own['seed']})" if own is not None else ""
+            lines.append(f"    {worker}{how}: {said}")
         b = s["best"]
         if b is None:
             lines.append("  best: no measured point met the budget")
@@ -155,35 +215,61 @@ def show_main(shared: SharedStudy, *, as_json: bool) -> int:
     return 0
 
 
+def table_sha256(path: Path) -> str:
+    """The SHA-256 of a replayed table's file (what ``sha256sum`` prints)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def replay_shared(
     shared: SharedStudy,
     args: argparse.Namespace,
     table: ReplayTable,
     objective: Objective,
     prior: Sequence[Trial],
+    where: Mapping[str, str],
 ) -> int:
-    """Replay ``table`` as one worker of the study until it holds ``--trials`` trials;
-    prints this worker's trials."""
+    """Replay ``table`` (``args.replay`` kept to the rows ``where`` names) as one worker of
+    the study until it holds ``--trials`` trials; prints this worker's trials."""
     from .strategies import make_strategy
 
     strategy = make_strategy(
         args.strategy, table.space, objective, seed=args.seed, prior=prior, trials=args.trials
     )
     search = Search(table.space, objective, strategy)
-    shared.join(REPLAY_TEST, table.space, objective, args.strategy, args.seed)
+    inputs = {"table_sha256": table_sha256(args.replay), "where": dict(sorted(where.items()))}
+    shared.join(
+        REPLAY_TEST,
+        table.space,
+        objective,
+        strategy=args.strategy,
+        seed=args.seed,
+        inputs=inputs,
+    )
     oracle = _DelayedOracle(ReplayOracle(table), args.replay_delay_s)
     mine: list[dict[str, Any]] = []
     while (claim := shared.claim(REPLAY_TEST, search, args.trials)) is not None:
         trial = search.measure(oracle, claim.knobs)
         why = shared.finish(REPLAY_TEST, table.space, claim, trial, objective, args.trials)
         mine.append(
-            {"number": claim.number, **trial.to_json(), **({"not_counted": why} if why else {})}
+            {
+                "number": claim.number,
+                **trial.to_json(),
+                **({"feasible": _feasible(trial, objective)} if trial.ok else {}),
+                **({"not_counted": why} if why else {}),
+            }
         )
     done = shared.view(REPLAY_TEST, objective).done
     out = {
         "study": shared.name,
         "storage": shared.url,
         "worker": shared.worker,
+        "objective": objective.describe(),
+        "strategy": args.strategy,
+        "seed": args.seed,
         "study_trials": done,
         "trials": mine,
     }
@@ -193,17 +279,15 @@ def replay_shared(
 
 def _worker_text(out: Mapping[str, Any]) -> str:
     lines = [
-        f"worker {out['worker']} in study {out['study']} ({out['storage']}): "
+        f"worker {out['worker']} in study {out['study']} ({out['storage']}): strategy "
+        f"{out['strategy']}, seed {out['seed']}, objective {out['objective']}: "
         f"{len(out['trials'])} trials of its own, {out['study_trials']} in the study"
     ]
     wide = max((len(knobs_text(t["knobs"])) for t in out["trials"]), default=0)
     for t in out["trials"]:
         head = f"  #{t['number']:<3} {knobs_text(t['knobs']):{wide}}"
         if t["failed"] is None:
-            line = (
-                f"{head} {t['time_s']:.4g} s  {t['power_w']:.4g} W  {t['energy_j']:.4g} J"
-                + metrics_text(t.get("metrics") or {})
-            )
+            line = f"{head} {_figures(t)}{_verdict_of(t)}"
         else:
             line = f"{head} failed: {t['failed']}"
         lines.append(line + (f"  (not counted: {t['not_counted']})" if "not_counted" in t else ""))
