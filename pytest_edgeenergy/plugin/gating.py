@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 
 Outcome = Literal["passed", "failed", "usage error"]
 
+STRICT_OPTION = "--edge-fail-insufficient"
+"""What makes the gate strict in pytest, as the verdict's headline names it."""
+
 
 def _expr_problem(text: str) -> str | None:
     """Why a gate expression is unusable before any test ran, or None."""
@@ -220,14 +223,11 @@ def _gate_history(
 
 def _verdict_lines(verdict: GateVerdict, lines: list[str]) -> Outcome:
     """The verdict's table and its last line appended to ``lines``; the outcome."""
-    from ..report.gate import render_verdict
+    from ..report.gate import gate_outcome, render_verdict
 
-    lines.append(render_verdict(verdict, "table"))
-    if verdict.failed:
-        lines.append(f"edgeenergy gate: FAILED ({verdict.failure_reason()})")
-        return "failed"
-    lines.append("edgeenergy gate: passed")
-    return "passed"
+    lines.append(render_verdict(verdict, "table", strict_option=STRICT_OPTION))
+    lines.append(f"edgeenergy gate: {gate_outcome(verdict, STRICT_OPTION)}")
+    return "failed" if verdict.failed else "passed"
 
 
 def _add_to_history(gate: GateSettings, report_path: Path, lines: list[str]) -> bool:
