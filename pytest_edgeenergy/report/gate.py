@@ -56,7 +56,7 @@ from pytest_edgeenergy.report.baselines import (
     total_definition,
 )
 from pytest_edgeenergy.report.keys import op_key, op_label
-from pytest_edgeenergy.report.metric_names import did_you_mean, higher_is_better
+from pytest_edgeenergy.report.metric_names import carried_hint, did_you_mean, higher_is_better
 from pytest_edgeenergy.report.model import METRIC_UNITS, device_label
 from pytest_edgeenergy.report.tables import (
     Change,
@@ -382,7 +382,7 @@ def require_carried(view: GateView, exprs: Iterable[GateExpr], name: str = "this
             continue
         raise GateExprError(
             f"gate expression {expr.text!r}: no result of {name} carries the metric "
-            f"{expr.metric!r}{did_you_mean(expr.metric, view.names)}; metrics present: "
+            f"{expr.metric!r}{carried_hint(expr.metric, view.names)}; metrics present: "
             f"{', '.join(view.names)}"
         )
 
