@@ -79,6 +79,20 @@ def test_metric_no_result_carries_is_exit_2_listing_the_names(
     assert code == 2 and "carries the metric 'enrgy'" in err
 
 
+def test_per_item_metric_on_window_reports_suggests_the_window_figure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Reports of energy-fixture tests carry window figures: energy_j, not energy_per_item.
+    windows = synthetic_report(n_tests=3, metrics=("energy_j", "power_mean"), started_at=T0)
+    for test in windows["tests"]:  # as the fixture records: energy_net_j is nearer by spelling
+        gross = test["metrics"]["energy_j"]["samples"]
+        test["metrics"]["energy_net_j"] = make_metric("energy_net_j", [x / 2 for x in gross])
+    base = _save(tmp_path / "a.json", windows)
+    code, out, err = _run(capsys, base, base, "--fail", "energy_per_item:mean:5%")
+    assert code == 2 and out == ""
+    assert "carries the metric 'energy_per_item' (did you mean 'energy_j'?)" in err
+
+
 def test_statistic_that_does_not_exist_is_exit_2_with_a_hint(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
