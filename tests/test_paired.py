@@ -218,7 +218,8 @@ def test_undecided_is_insufficient_but_not_failed_in_a_lenient_gate() -> None:
     assert not verdict.failed
     assert paired_verdict(pairs, [MEDIAN_5], max_rounds=3, strict=True).failed
     text = render_verdict(verdict, "table")
-    assert "could not tell" in text and "gate passed" in text
+    assert "could not tell" in text and "gate passed" not in text
+    assert "gate NOT DECIDED: the one row could not be decided (insufficient: undecided" in text
 
 
 def test_looks_are_replayed_so_one_call_on_all_rounds_agrees_with_a_call_per_round() -> None:

@@ -299,7 +299,7 @@ def pytest_collection_modifyitems(
 ) -> None:
     """Drop tests not selected (``--edge-only``, ``--workload``, ``--runtime``,
     ``--precision``); order tests so the board changes state as few times as possible;
-    check privileges and `edge_gate` markers."""
+    check privileges, `edge_gate` markers and the gate's metrics against the tests."""
     selection = config.stash.get(ONLY_KEY, None)
     if selection is not None:
         from .only import deselect as deselect_only
@@ -316,9 +316,9 @@ def pytest_collection_modifyitems(
     if shard is not None:  # before the ordering: the order line counts this shard's tests
         _say_line(config, shard.apply(config, items, SEARCH_KEY in config.stash))
     if es.gate is not None and (es.gate.baseline is not None or es.gate.history is not None):
-        from .gating import check_markers
+        from .gating import check_collected
 
-        check_markers(items)
+        check_collected(es.gate, items)
     searching = SEARCH_KEY in config.stash  # a search's trials run in their given order
     if not searching and any("operating_point" in getattr(i, "fixturenames", ()) for i in items):
         _active(config).order_items(config, items)

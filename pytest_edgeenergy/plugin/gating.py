@@ -5,7 +5,7 @@ run added to the history (``--edge-history-add``)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from .options import GateSettings
 
 Outcome = Literal["passed", "failed", "usage error"]
+
+STRICT_OPTION = "--edge-fail-insufficient"
+"""What makes the gate strict in pytest, as the verdict's headline names it."""
 
 
 def _expr_problem(text: str) -> str | None:
@@ -99,17 +102,52 @@ def _save_problem(target: Path) -> str | None:
     return None
 
 
-def check_markers(items: Iterable[pytest.Item]) -> None:
-    """Raise :class:`pytest.UsageError` for an ``edge_gate`` marker whose expression is
-    unusable (see :func:`check_options`), naming the test."""
+def _measures_with(item: pytest.Item) -> str | None:
+    """What a collected test measures with: ``edge_bench`` (any metric), ``energy`` (window
+    metrics only), or None (nothing: it carries no metric)."""
+    names = getattr(item, "fixturenames", ())
+    return next((name for name in ("edge_bench", "energy") if name in names), None)
+
+
+def _metric(text: str) -> str:
+    from ..report.gate import parse_expr
+
+    return parse_expr(text).metric  # parsed once already: check_options, the marker check
+
+
+def check_collected(gate: GateSettings, items: Sequence[pytest.Item]) -> None:
+    """Before any test runs, raise :class:`pytest.UsageError` for a gate expression that
+    the collected tests cannot be judged by: an ``edge_gate`` marker that is unusable (see
+    :func:`check_options`) or names a metric its test cannot carry, and an ``--edge-fail``
+    metric that no collected test measuring can carry (tests measuring with the ``energy``
+    fixture alone carry window metrics), each with what they carry instead."""
+    from ..report.metric_names import WINDOWS_CARRY, window_problem
+
+    kinds: dict[str | None, int] = {}
     for item in items:
+        kind = _measures_with(item)
+        kinds[kind] = kinds.get(kind, 0) + 1
         marker = item.get_closest_marker("edge_gate")
-        if marker is None:
-            continue
-        for arg in marker.args:
+        for arg in marker.args if marker is not None else ():
             problem = _expr_problem(str(arg))
+            if problem is None and kind == "energy":
+                window = window_problem(_metric(str(arg)))
+                if window is not None:
+                    problem = (
+                        f"this test cannot carry {window}: it uses the energy fixture, "
+                        f"{WINDOWS_CARRY}"
+                    )
             if problem is not None:
                 raise pytest.UsageError(f"{item.nodeid}: edge_gate({str(arg)!r}): {problem}")
+    if set(kinds) - {None} != {"energy"}:  # edge_bench carries any metric; none measure
+        return
+    for text in gate.fail:
+        problem = window_problem(_metric(text))
+        if problem is not None:
+            raise pytest.UsageError(
+                f"--edge-fail {text!r}: no collected test can carry {problem}: those that "
+                f"measure ({kinds['energy']}) use the energy fixture, {WINDOWS_CARRY}"
+            )
 
 
 def run_gate(
@@ -117,7 +155,7 @@ def run_gate(
 ) -> tuple[Outcome, list[str]]:
     """Compare this run's report with its baseline (``gate.fail``, and each test's own
     ``edge_gate`` thresholds in ``overrides``) and save it as a baseline if asked; returns
-    the outcome and the lines to show.
+    the outcome and the lines to show. A gate that ends in a usage error saves nothing.
 
     A baseline of another device is never used, and a missing or empty baseline directory
     is "no baseline yet": messages, not failures. An expression naming a metric no result
@@ -134,6 +172,9 @@ def run_gate(
         outcome = _gate(gate, overrides, report_path, lines)
     elif gate.history is not None and (gate.fail or overrides):
         outcome = _gate_history(gate, overrides, report_path, lines)
+    if outcome == "usage error":
+        lines.extend(_not_kept(gate, report_path))
+        return outcome, lines
     if gate.history is not None and gate.history_add:
         added = _add_to_history(gate, report_path, lines)
         if not added and outcome == "passed":
@@ -220,14 +261,11 @@ def _gate_history(
 
 def _verdict_lines(verdict: GateVerdict, lines: list[str]) -> Outcome:
     """The verdict's table and its last line appended to ``lines``; the outcome."""
-    from ..report.gate import render_verdict
+    from ..report.gate import gate_outcome, render_verdict
 
-    lines.append(render_verdict(verdict, "table"))
-    if verdict.failed:
-        lines.append(f"edgeenergy gate: FAILED ({verdict.failure_reason()})")
-        return "failed"
-    lines.append("edgeenergy gate: passed")
-    return "passed"
+    lines.append(render_verdict(verdict, "table", strict_option=STRICT_OPTION))
+    lines.append(f"edgeenergy gate: {gate_outcome(verdict, STRICT_OPTION)}")
+    return "failed" if verdict.failed else "passed"
 
 
 def _add_to_history(gate: GateSettings, report_path: Path, lines: list[str]) -> bool:
@@ -252,6 +290,19 @@ def _add_to_history(gate: GateSettings, report_path: Path, lines: list[str]) -> 
     else:
         lines.append(f"edgeenergy: run {done.run_id} was in the history {name} already")
     return True
+
+
+def _not_kept(gate: GateSettings, report_path: Path) -> list[str]:
+    """The line saying that a run whose gate ended in a usage error was not saved as a
+    baseline nor added to the history (a run to repeat once the gate is fixed), if asked."""
+    asked = []
+    if gate.save_baseline is not None:
+        asked.append(f"no baseline saved to {gate.save_baseline}")
+    if gate.history is not None and gate.history_add:
+        asked.append("not added to the history")  # its URL may hold a password
+    if not asked:
+        return []
+    return [f"edgeenergy: {' and '.join(asked)} after the usage error; the report is {report_path}"]
 
 
 def _not_saved(directory: Path, report_path: Path, error: Exception) -> str:

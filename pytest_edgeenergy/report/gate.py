@@ -56,7 +56,7 @@ from pytest_edgeenergy.report.baselines import (
     total_definition,
 )
 from pytest_edgeenergy.report.keys import op_key, op_label
-from pytest_edgeenergy.report.metric_names import did_you_mean, higher_is_better
+from pytest_edgeenergy.report.metric_names import carried_hint, did_you_mean, higher_is_better
 from pytest_edgeenergy.report.model import METRIC_UNITS, device_label
 from pytest_edgeenergy.report.tables import (
     Change,
@@ -382,7 +382,7 @@ def require_carried(view: GateView, exprs: Iterable[GateExpr], name: str = "this
             continue
         raise GateExprError(
             f"gate expression {expr.text!r}: no result of {name} carries the metric "
-            f"{expr.metric!r}{did_you_mean(expr.metric, view.names)}; metrics present: "
+            f"{expr.metric!r}{carried_hint(expr.metric, view.names)}; metrics present: "
             f"{', '.join(view.names)}"
         )
 
@@ -914,8 +914,97 @@ _COUNTED: tuple[tuple[Verdict, str, str], ...] = (
 )
 
 
-def _counts(count: Callable[[Verdict], int]) -> str:
-    return ", ".join(counted(n, noun, many) for v, noun, many in _COUNTED if (n := count(v)))
+def _counts(count: Callable[[Verdict], int], verdicts: Collection[Verdict] = ()) -> str:
+    """``2 regressions, 6 within``: the rows of each verdict (of ``verdicts`` when given)."""
+    return ", ".join(
+        counted(n, noun, many)
+        for v, noun, many in _COUNTED
+        if (not verdicts or v in verdicts) and (n := count(v))
+    )
+
+
+def _all_counts(verdict: GateVerdict, verdicts: Collection[Verdict] = ()) -> str:
+    """The test rows' counts, then the suite rows' (``8 within; suite-level: 1 within``)."""
+    tests = _counts(verdict.count, verdicts)
+    suite = _counts(verdict.suite_count, verdicts)
+    return "; ".join(part for part in (tests, suite and f"suite-level: {suite}") if part)
+
+
+STRICT_OPTION = "--fail-insufficient"
+"""The option that makes the gate strict, as ``edgeenergy`` names it (pytest:
+``--edge-fail-insufficient``)."""
+
+_DECIDED: tuple[Verdict, ...] = ("regression", "improvement", "within")
+
+_WHY_INSUFFICIENT = (
+    "too few repeats or rounds to tell the change from the threshold, repeats spread wider "
+    "than the threshold, or a failed or invalid result: each row's note says which"
+)
+
+
+def _why_undecided(verdict: GateVerdict) -> str:
+    """Why the insufficient rows could not be decided: their note when they share one,
+    else what makes a row insufficient."""
+    notes = {r.note for r in itertools.chain(verdict.rows, verdict.suite) if r.verdict == _INS}
+    if len(notes) == 1 and "" not in notes:
+        return notes.pop()
+    return _WHY_INSUFFICIENT
+
+
+def _decided(verdict: GateVerdict) -> tuple[int, int]:
+    """Rows (tests and suites) decided, and rows that could not be (``insufficient``)."""
+    decided = sum(verdict.count(v) + verdict.suite_count(v) for v in _DECIDED)
+    return decided, verdict.count(_INS) + verdict.suite_count(_INS)
+
+
+def _none_of(rows: int) -> str:
+    return "the one row could not" if rows == 1 else f"none of {rows} rows could"
+
+
+def headline(verdict: GateVerdict, strict_option: str = STRICT_OPTION) -> str:
+    """The verdict's summary line, claiming no more than was decided: ``gate FAILED: 2
+    regressions, 6 within``, ``gate passed: 8 within``; with rows that could not be decided
+    (``insufficient``) and no failure, ``gate passed on 3 of 5 rows (...)`` or, when none
+    was decided, ``gate NOT DECIDED: ...``, each saying how many, why, and that
+    ``strict_option`` would fail the gate (when a test's row is among them: a suite's does
+    not fail a strict gate). Every gate's front end says this line."""
+    if verdict.failed:
+        line = f"gate FAILED: {_all_counts(verdict)}"
+        if verdict.strict and verdict.count(_INS):
+            line += f" (strict: insufficient fails); not decided: {_why_undecided(verdict)}"
+        return line
+    decided, undecided = _decided(verdict)
+    if not undecided:
+        return f"gate passed: {_all_counts(verdict) or 'nothing compared'}"
+    why = f"(insufficient: {_why_undecided(verdict)})"
+    without = verdict.count("no-baseline")
+    without_text = f", {without} without baseline" if without else ""
+    # A strict gate fails on tests' insufficient rows, not on a suite's.
+    strict = f"; {strict_option} would fail the gate" if verdict.count(_INS) else ""
+    if decided:
+        counts = _all_counts(verdict, _DECIDED)
+        return (
+            f"gate passed on {decided} of {decided + undecided} rows ({counts}){without_text}; "
+            f"{undecided} could not be decided {why}{strict}"
+        )
+    return f"gate NOT DECIDED: {_none_of(undecided)} be decided {why}{without_text}{strict}"
+
+
+def gate_outcome(verdict: GateVerdict, strict_option: str = STRICT_OPTION) -> str:
+    """The outcome in a few words, for a front end's last line: ``passed``, ``FAILED (2
+    significant regressions)``, ``NOT DECIDED (...)`` or ``passed on 3 of 5 rows (...)``
+    (the :func:`headline` says the rest)."""
+    if verdict.failed:
+        return f"FAILED ({verdict.failure_reason()})"
+    decided, undecided = _decided(verdict)
+    if not undecided:
+        return "passed"
+    why = f"{undecided} could not be decided"
+    if verdict.count(_INS):
+        why += f"; {strict_option} would fail it"
+    if decided:
+        return f"passed on {decided} of {decided + undecided} rows ({why})"
+    return f"NOT DECIDED ({why})"
 
 
 def _table_row(r: GateRow) -> list[Any]:
@@ -955,10 +1044,12 @@ def _left_out(rows: Sequence[GateRow]) -> str:
     return f"{counted(len(rows), 'more row')} within the threshold not shown{span}"
 
 
-def verdict_table(verdict: GateVerdict, *, all_rows: bool = False) -> Table:
+def verdict_table(
+    verdict: GateVerdict, *, all_rows: bool = False, strict_option: str = STRICT_OPTION
+) -> Table:
     """The verdict as a table: every judged row with its baseline, new value and change,
     ``within`` rows too (the :data:`WITHIN_SHOWN` that changed most unless ``all_rows``).
-    The last note is the summary line (``gate passed: 3 within, 9 insufficient``).
+    The last note is the :func:`headline` (``gate passed: 8 within``).
 
     With ``all_rows`` (CSV) the table has every column; otherwise the metric and threshold
     that every row shares are said once above the table, and a column empty on every row
@@ -980,22 +1071,7 @@ def verdict_table(verdict: GateVerdict, *, all_rows: bool = False) -> Table:
         )
     if verdict.suite:
         notes.append(verdict.suite_note)
-    insufficient = verdict.count("insufficient")
-    if insufficient and not verdict.strict:
-        notes.append(
-            f"{insufficient} insufficient: too few repeats or runs to judge, repeats or runs "
-            "spread more than the threshold, or a failed or invalid result: the gate could "
-            "not tell; they fail only a strict gate (--fail-insufficient, "
-            "--edge-fail-insufficient)"
-        )
-    summary = f"gate {'FAILED' if verdict.failed else 'passed'}: "
-    summary += _counts(verdict.count) or "nothing compared"
-    suite = _counts(verdict.suite_count)
-    if suite:
-        summary += f"; suite-level: {suite}"
-    if verdict.strict and insufficient:
-        summary += " (strict: insufficient fails)"
-    notes.append(summary)
+    notes.append(headline(verdict, strict_option))
     if all_rows:
         return table
     return fold_columns(table, ["metric", "threshold"], empty=["p-value", "note"])
@@ -1011,10 +1087,17 @@ def _notes_only(table: Table, fmt: Format) -> str:
     return "\n".join([table.title, *table.notes]) + "\n"
 
 
-def render_verdict(verdict: GateVerdict, fmt: Format = "table", *, all_rows: bool = False) -> str:
+def render_verdict(
+    verdict: GateVerdict,
+    fmt: Format = "table",
+    *,
+    all_rows: bool = False,
+    strict_option: str = STRICT_OPTION,
+) -> str:
     """Render a verdict as ``table``, ``markdown``, ``csv`` or ``html`` (fragment); with no
-    row to show, text formats give the title and notes only."""
-    table = verdict_table(verdict, all_rows=all_rows or fmt == "csv")
+    row to show, text formats give the title and notes only. ``strict_option``: the option
+    that makes this front end's gate strict, named by the :func:`headline`."""
+    table = verdict_table(verdict, all_rows=all_rows or fmt == "csv", strict_option=strict_option)
     if not table.rows and fmt != "csv":
         return _notes_only(table, fmt)
     if fmt == "html":
