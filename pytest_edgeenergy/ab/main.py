@@ -43,7 +43,13 @@ from ..words import counted
 from . import AbError, Terminated
 from .board import open_board
 from .checkout import prepare
-from .pytest_args import PytestArgs, read_pytest_args, round_repeats, session_environment
+from .pytest_args import (
+    PytestArgs,
+    dropped_because,
+    read_pytest_args,
+    round_repeats,
+    session_environment,
+)
 from .rounds import Sessions
 
 if TYPE_CHECKING:
@@ -242,7 +248,7 @@ def _live(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
             if board.unprotected is None:
                 _say(f"board {board.name}: locked for all rounds")
             for name in pytest_args.dropped_env:
-                _say(f"{name} is left out of the sessions' environment: ab sets it itself")
+                _say(f"{name} is left out of the sessions' environment: {dropped_because(name)}")
             sessions = Sessions(
                 sides={"A": base, "B": new},
                 out=out,

@@ -101,7 +101,9 @@ class EnergySession:
     line said when the lock is busy (``on_lock_wait``) and how the no-power-monitor error
     names the way to a virtual board (``board_hint``), and whether opening a virtual board
     is said (``announce``: a front end that labels its output itself says no), and how an
-    existing report file is allowed to be replaced (``overwrite_hint``).
+    existing report file is allowed to be replaced (``overwrite_hint``), and the board lock's
+    hand-off token the front end took for this session (``handoff``; None: the one this
+    process was given, if any, see :mod:`pytest_edgeenergy.handoff`).
     """
 
     def __init__(
@@ -127,6 +129,7 @@ class EnergySession:
         board_hint: str = LIBRARY_BOARD_HINT,
         announce: bool = True,
         overwrite_hint: str = "pass report_overwrite=True",
+        handoff: str | None = None,
     ) -> None:
         self.target: BoardTarget = parse_board(board)
         if not (isinstance(idle_s, (int, float)) and math.isfinite(idle_s) and idle_s >= 0):
@@ -153,6 +156,7 @@ class EnergySession:
         self._board_hint = board_hint
         self._announce = announce
         self._overwrite_hint = overwrite_hint
+        self._handoff = handoff
         self.root: Path | None = None
         self.board: Board | None = None
         self.knobs: KnobSet | None = None
@@ -305,6 +309,7 @@ class EnergySession:
             lock_timeout_s=self.lock_timeout_s,
             on_lock_wait=self._on_lock_wait,
             out=self._control_out,
+            handoff=self._handoff,
         )
         ctl.start()
         self.control = ctl
