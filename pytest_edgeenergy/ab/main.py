@@ -13,10 +13,8 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -42,7 +40,7 @@ from ..safefs import signals_held
 from ..words import counted
 from . import AbError, Terminated
 from .board import open_board
-from .checkout import prepare
+from .checkout import new_scratch, prepare
 from .pytest_args import (
     PytestArgs,
     dropped_because,
@@ -235,12 +233,11 @@ def _live(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
     stack = ExitStack()
     try:
         with _sigterm_as_interrupt():
-            scratch = Path(tempfile.mkdtemp(prefix="edgeenergy-ab-"))
-            stack.callback(shutil.rmtree, scratch, True)
+            scratch = new_scratch(stack)
             cwd = Path.cwd()
             head = args.head if args.head is not None else "."
-            base = prepare(args.base, "--base", cwd=cwd, scratch=scratch, stack=stack)
-            new = prepare(head, "--head", cwd=cwd, scratch=scratch, stack=stack)
+            base = prepare(args.base, "--base", cwd=cwd, scratch=scratch, stack=stack, say=_say)
+            new = prepare(head, "--head", cwd=cwd, scratch=scratch, stack=stack, say=_say)
             out = _out_dir(args.out)
             _say(f"A = base {base.describe()}")
             _say(f"B = head {new.describe()}")
