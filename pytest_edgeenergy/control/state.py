@@ -63,6 +63,7 @@ from ..safefs import (
     open_nofollow,
     remove_stale_temps,
     signals_held,
+    temp_name,
 )
 from .errors import (
     PrivilegeError,
@@ -490,7 +491,7 @@ def save_state(path: Path, snapshot: Snapshot) -> None:
     name is removed first); the rename replaces whatever is at ``path``, a link included,
     never the file a link points to."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(temp_name(path) + "tmp")
     data = json.dumps(snapshot.to_json(), separators=(",", ":")).encode()
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)
