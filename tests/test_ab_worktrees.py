@@ -10,14 +10,11 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-
-RUN_TIMEOUT_S = 300
-GATE = "energy_per_item:mean:5%"
+from test_ab import GATE, RUN_TIMEOUT_S, ab_command, git
 
 HELD = """
 import os
@@ -45,25 +42,9 @@ ARGS = [
 ]
 
 
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
-
-
 def worktrees(repo: Path) -> list[Path]:
     lines = git(repo, "worktree", "list", "--porcelain").splitlines()
     return [Path(line.removeprefix("worktree ")) for line in lines if line.startswith("worktree ")]
-
-
-def ab_command(*argv: str | Path) -> list[str]:
-    code = "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())"
-    return [sys.executable, "-c", code, "ab", *map(str, argv)]
 
 
 @pytest.fixture
