@@ -126,11 +126,17 @@ def take_pending_signal() -> int | None:
 
 
 def temp_name(target: Path) -> str:
-    """The prefix of this process's temp files for ``target``: ``.<name>.<pid>.``."""
-    return f".{target.name}.{os.getpid()}."
+    """The prefix of this thread's temp files for ``target``: ``.<name>.<pid>-<thread>.``
+    (two threads of one process writing the same file never share a temp file)."""
+    return f".{target.name}.{os.getpid()}-{threading.get_native_id()}."
 
 
-_TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[^/]*tmp$")
+_TEMPS = (
+    re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)-\d+\.[^/]*tmp$"),
+    re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[^/]*tmp$"),
+)
+"""A temp file of :func:`temp_name`, or ``.<name>.<pid>.*tmp`` as older versions named them
+(the thread's number, after a dash, tells the pid from a random suffix of digits)."""
 
 
 def _alive(pid: int) -> bool:
@@ -153,7 +159,7 @@ def remove_stale_temps(directory: Path, *, suffix: str = "") -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        match = _TEMP.match(entry.name)
+        match = _TEMPS[0].match(entry.name) or _TEMPS[1].match(entry.name)
         if match is None or not match.group("name").endswith(suffix):
             continue
         if _alive(int(match.group("pid"))) or not entry.is_file(follow_symlinks=False):

@@ -23,6 +23,7 @@ INERT_MODULES = {
     "pytest_edgeenergy.board",
     "pytest_edgeenergy.board.generations",
     "pytest_edgeenergy.errors",
+    "pytest_edgeenergy.handoff",  # the board lock's hand-off: is this a session of ab? (stdlib)
     "pytest_edgeenergy.options_spec",  # every option's one description (stdlib only)
     "pytest_edgeenergy.plugin",
     "pytest_edgeenergy.plugin.bench_options",

@@ -13,10 +13,8 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -42,8 +40,14 @@ from ..safefs import signals_held
 from ..words import counted
 from . import AbError, Terminated
 from .board import open_board
-from .checkout import prepare
-from .pytest_args import PytestArgs, read_pytest_args, round_repeats, session_environment
+from .checkout import new_scratch, prepare
+from .pytest_args import (
+    PytestArgs,
+    dropped_because,
+    read_pytest_args,
+    round_repeats,
+    session_environment,
+)
 from .rounds import Sessions
 
 if TYPE_CHECKING:
@@ -229,12 +233,11 @@ def _live(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
     stack = ExitStack()
     try:
         with _sigterm_as_interrupt():
-            scratch = Path(tempfile.mkdtemp(prefix="edgeenergy-ab-"))
-            stack.callback(shutil.rmtree, scratch, True)
+            scratch = new_scratch(stack)
             cwd = Path.cwd()
             head = args.head if args.head is not None else "."
-            base = prepare(args.base, "--base", cwd=cwd, scratch=scratch, stack=stack)
-            new = prepare(head, "--head", cwd=cwd, scratch=scratch, stack=stack)
+            base = prepare(args.base, "--base", cwd=cwd, scratch=scratch, stack=stack, say=_say)
+            new = prepare(head, "--head", cwd=cwd, scratch=scratch, stack=stack, say=_say)
             out = _out_dir(args.out)
             _say(f"A = base {base.describe()}")
             _say(f"B = head {new.describe()}")
@@ -242,7 +245,7 @@ def _live(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
             if board.unprotected is None:
                 _say(f"board {board.name}: locked for all rounds")
             for name in pytest_args.dropped_env:
-                _say(f"{name} is left out of the sessions' environment: ab sets it itself")
+                _say(f"{name} is left out of the sessions' environment: {dropped_because(name)}")
             sessions = Sessions(
                 sides={"A": base, "B": new},
                 out=out,

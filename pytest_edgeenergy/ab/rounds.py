@@ -3,9 +3,10 @@
 Round r runs A then B when r is odd, B then A when it is even. Each session is
 ``python -m pytest`` with this interpreter, in its side's checkout, with the run's pytest
 arguments and ab's own: ``--edge-root`` of the one board, ``--edge-report=OUT/A-r.json``
-and, in an extra round, ``--edge-only=OUT/only-r.txt``. Its environment carries the
-board lock's hand-off token and the report's ``ab`` object (``EDGEENERGY_AB``). Its output
-goes to ``OUT/A-r.log``.
+and, in an extra round, ``--edge-only=OUT/only-r.txt``. It gets the board lock's hand-off
+token through a pipe of its own (:mod:`pytest_edgeenergy.handoff`: not in its environment,
+and nothing it starts gets it), and the report's ``ab`` object in ``EDGEENERGY_AB``. Its
+output goes to ``OUT/A-r.log``.
 
 A session runs in a process group of its own, so a Ctrl-C at the terminal reaches ab only:
 ab passes one SIGINT on (SIGTERM when it got SIGTERM) and waits for the session to restore
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..control.state import HANDOFF_ENV
+from ..handoff import give
 from ..report.load import ReportError, load_report
 from ..report.model import AB_ENV, AbSide, build_ab
 from ..words import counted
@@ -161,20 +162,25 @@ class Sessions:
         """Run one session; :class:`SessionFailed` when it did not run to the end."""
         checkout = self.sides[side]
         ab = build_ab(self.session_id, side, round_no, checkout.spec)
-        env = {**self.environ, AB_ENV: json.dumps(ab), HANDOFF_ENV: self.token}
+        env = {**self.environ, AB_ENV: json.dumps(ab)}
         log = self.out / f"{side}-{round_no}.log"
         started = time.monotonic()
         with open(log, "wb") as output:
-            proc = subprocess.Popen(
-                self.command(side, round_no, only_file),
-                cwd=checkout.path,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-                preexec_fn=_die_with_parent(os.getpid()),
-            )
+            token_fd = give(self.token, env)  # to this session alone, not in its environment
+            try:
+                proc = subprocess.Popen(
+                    self.command(side, round_no, only_file),
+                    cwd=checkout.path,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                    pass_fds=(token_fd,),
+                    preexec_fn=_die_with_parent(os.getpid()),
+                )
+            finally:
+                os.close(token_fd)
             status = _wait(proc)
         seconds = time.monotonic() - started
         self.count += 1

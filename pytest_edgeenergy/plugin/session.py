@@ -54,7 +54,8 @@ class PluginSession:
     Everything it needs is given here: ``control``, ``gate`` and ``bench`` are the control,
     gate and ``edge_bench`` settings; ``notify`` says a line to the user at once; the report
     goes to ``settings.report`` or a new file in ``reports_dir``, its header holding
-    ``report_settings``."""
+    ``report_settings``; ``handoff``: the board lock's hand-off token (a session of
+    ``edgeenergy ab``)."""
 
     def __init__(
         self,
@@ -66,8 +67,11 @@ class PluginSession:
         notify: Callable[[str], None] | None = None,
         reports_dir: Path = Path("reports"),
         report_settings: Mapping[str, Any] | None = None,
+        handoff: str | None = None,
     ) -> None:
         self.settings = settings
+        self.handoff = handoff
+        """The board lock's hand-off token of a session of ``edgeenergy ab``."""
         self.control_settings = control or ControlSettings(False, False, None)
         self.gate = gate
         self.bench_settings = bench
@@ -118,12 +122,11 @@ class PluginSession:
                 report_settings=self.report_settings,
                 # dry-run writes are seen without -s
                 control_out=LineWriter(lambda line: self.notify(line)),
-                on_lock_wait=lambda line: self.notify(
-                    f"edgeenergy: {line} (--edge-lock-timeout)"
-                ),
+                on_lock_wait=lambda line: self.notify(f"edgeenergy: {line} (--edge-lock-timeout)"),
                 board_hint=PLUGIN_BOARD_HINT,
                 announce=False,  # the summary labels the run
                 overwrite_hint="pass --edge-report-overwrite",
+                handoff=self.handoff,
             )
         return self._engine
 

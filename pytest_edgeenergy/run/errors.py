@@ -20,6 +20,7 @@ __all__ = [
     "SessionClosed",
     "TrialSkipped",
     "Unlocked",
+    "WrongThread",
 ]
 
 
@@ -75,3 +76,8 @@ class SessionClosed(EdgeEnergyError, RuntimeError):
 class Unlocked(EdgeEnergyError, RuntimeError):
     """A pin asked of a session opened with ``lock=False`` (measure only): it holds no
     lock, so it may not change the board."""
+
+
+class WrongThread(EdgeEnergyError, RuntimeError):
+    """The session is used from a thread other than the one that opened it (it pins and
+    measures its board from that thread alone)."""
