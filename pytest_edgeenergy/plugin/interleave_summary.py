@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..bench.runner import EdgeBench
+from ..words import counted
 from .bench_summary import _energy, _latency, _rate, paced
 
 __all__ = ["INTERLEAVE_HEADER", "INTERLEAVE_INTRO", "INTERLEAVE_KEY", "interleave_rows"]
@@ -17,8 +18,8 @@ INTERLEAVE_KEY = "interleave"
 """The ``edge_bench.note`` key whose figures this table shows."""
 
 INTERLEAVE_INTRO = (
-    "each task over the test's windows (its report's extra.interleave); in the benchmark "
-    "table above one item of these tests is one whole window"
+    "per task, over each test's windows (extra.interleave); in the table above, an item of "
+    "these tests is a window"
 )
 """The line under the table's title."""
 
@@ -54,7 +55,7 @@ def _deadline_cell(x: Mapping[str, Any]) -> str:
     ]
     forced = x.get("forced_minibatches")
     if isinstance(forced, int) and forced > 0:
-        parts.append(f"{forced} minibatch{'' if forced == 1 else 'es'} forced")
+        parts.append(f"{counted(forced, 'minibatch', 'minibatches')} forced")
     if x.get("note"):
         parts.append(str(x["note"]))
     return "; ".join(parts)
