@@ -167,7 +167,10 @@ def test_interleave(
     )
     edge_bench.note("interleave", extra)
     _derive(edge_bench, per_window)
-    assert extra["queries"] > 0 and extra["train_minibatches"] > 0
+    # Every query of every window served. Training's progress is a measured figure: a
+    # window without a minibatch is 0 minibatches/s and a note (extra.interleave.note),
+    # an infeasible point for a search, not a failed test.
+    assert extra["queries"] == len(stream.arrivals_s) * len(windows)
 
 
 def _derive(

@@ -196,6 +196,8 @@ def test_summary_rows_name_a_runs_label_and_round_up_the_prefix() -> None:
     assert summary_rows([paced], header=False)[0][1] == "cpu fixed-rate@30/s"
     offline = bench([window(0.5, 2.0)], workload="w", scenario="offline")
     assert summary_rows([offline], header=False)[0][1] == "cpu"
+    both = bench([window(0.5, 2.0)], workload="w", scheduler="threads", rate_qps=10.0)
+    assert summary_rows([both], header=False)[0][1] == "cpu threads@10/s"
 
 
 def test_report_params_operating_point_shapes() -> None:

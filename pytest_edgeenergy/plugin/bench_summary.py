@@ -6,7 +6,14 @@ from collections.abc import Iterable, Sequence
 
 from ..bench.result import BenchResult
 
-__all__ = ["SUMMARY_HEADER", "deadline_text", "format_rows", "summary_rows", "validity_cell"]
+__all__ = [
+    "SUMMARY_HEADER",
+    "deadline_text",
+    "format_rows",
+    "paced",
+    "summary_rows",
+    "validity_cell",
+]
 
 SUMMARY_HEADER = (
     "workload",
@@ -49,7 +56,8 @@ def summary_rows(results: Iterable[BenchResult], *, header: bool = True) -> list
     """Rows of (workload (and ``[label]`` for a run not labelled ``steady``: an LLM's
     ``[prefill]`` and ``[decode]``), config (graph mode/precision/device; a runtime other
     than torch in place of its graph mode; a load scenario other than offline after it:
-    ``fixed-rate@30/s``), batch, operating point, J/item, latency p90, items/s, validity);
+    ``fixed-rate@30/s``; an interleaved test's scheduler: ``alternating@10/s``), batch,
+    operating point, J/item, latency p90, items/s, validity);
     the header first unless ``header=False``. An invalid run shows ``INVALID: reason``; a
     run with a deadline adds its late queries (:func:`validity_cell`)."""
     rows: list[tuple[str, ...]] = [SUMMARY_HEADER] if header else []
@@ -61,8 +69,10 @@ def summary_rows(results: Iterable[BenchResult], *, header: bool = True) -> list
         config = "/".join(str(x) for x in (*parts[:2], parts[2] or r.device) if x)
         scenario = r.params.get("scenario")
         if scenario not in (None, "offline"):
-            rate = r.params.get("rate_hz")
-            config += f" {scenario}" + (f"@{rate:g}/s" if isinstance(rate, int | float) else "")
+            config += f" {paced(scenario, r.params.get('rate_hz'))}"
+        scheduler = r.params.get("scheduler")
+        if scheduler is not None:  # training and inference interleaved
+            config += f" {paced(scheduler, r.params.get('rate_qps'))}"
         rows.append(
             (
                 r.workload if r.label == "steady" else f"{r.workload} [{r.label}]",
@@ -76,6 +86,12 @@ def summary_rows(results: Iterable[BenchResult], *, header: bool = True) -> list
             )
         )
     return rows
+
+
+def paced(name: object, rate_per_s: object) -> str:
+    """``fixed-rate@30/s``: a load scenario or a scheduler and its rate, when it has one."""
+    rate = rate_per_s if isinstance(rate_per_s, int | float) else None
+    return f"{name}" + (f"@{rate:g}/s" if rate is not None else "")
 
 
 def validity_cell(r: BenchResult) -> str:

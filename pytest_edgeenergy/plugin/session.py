@@ -480,12 +480,17 @@ class PluginSession:
         results = self.bench_results()
         if results:
             from .bench_summary import format_rows, summary_rows
+            from .interleave_summary import INTERLEAVE_INTRO, interleave_rows
 
-            terminalreporter.write_sep(
-                "=", "energy benchmarks" + (" (SIMULATED)" if self.simulated else "")
-            )
+            simulated = " (SIMULATED)" if self.simulated else ""
+            terminalreporter.write_sep("=", "energy benchmarks" + simulated)
             for line in format_rows(summary_rows(results)):
                 terminalreporter.write_line(line)
+            interleaved = interleave_rows(self._benches.values())
+            if interleaved:
+                terminalreporter.write_sep("=", "training and inference interleaved" + simulated)
+                for line in [INTERLEAVE_INTRO, *format_rows(interleaved)]:
+                    terminalreporter.write_line(line)
         if self.gate_lines:
             terminalreporter.write_sep("=", "energy gate")
             for line in self.gate_lines:
