@@ -191,8 +191,8 @@ def test_notes_print_as_lines(tmp_path: Path) -> None:
         "no plot written: energy_topology: no GPU frequency was pinned in these reports",
         "no plot written: energy_vs_gpu_freq: no GPU frequency was pinned in these reports",
         "no plot written: latency_power_vs_gpu_freq: no GPU frequency was pinned in these reports",
-        "no plot written: energy_vs_batch: these results carry no batch size (energy-fixture"
-        " tests have none)",
+        "no plot written: energy_vs_batch: these results carry no batch size (no test took the"
+        " batch_size parameter)",
         "no plot written: pareto: one result per workload and batch size with both energy and"
         " latency; a front needs two or more",
     ]

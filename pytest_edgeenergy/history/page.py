@@ -26,6 +26,7 @@ from statistics import median
 from typing import TYPE_CHECKING
 
 from pytest_edgeenergy.extras import require
+from pytest_edgeenergy.words import counted
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.history.changes import ChangePoint
@@ -176,7 +177,8 @@ def _summary(db: str, metric: str, found: Sequence[Trend], boards: int, filters:
     return (
         f'<p class="summary">From {_e(db)}{where}, made {_e(_time(made))}: '
         f'<span id="counts" data-series="{len(found)}" data-changes="{changes}" '
-        f'data-boards="{boards}">{len(found)} series, {changes} changes, {boards} boards'
+        f'data-boards="{boards}">{len(found)} series, {counted(changes, "change")}, '
+        f"{counted(boards, 'board')}"
         f"</span>.{note} Changes are found as by <code>edgeenergy history changes</code>; "
         "commits: the last run before a change .. the first run after it.</p>"
     )

@@ -182,7 +182,7 @@ def _values_text(column: str, values: Sequence[Any]) -> str:
 
 def _missing(column: str) -> str:
     if column == "batch_size":
-        return "these results carry no batch size (energy-fixture tests have none)"
+        return "these results carry no batch size (no test took the batch_size parameter)"
     return f"no {_NAMES.get(column, column)} was pinned in these reports"
 
 
@@ -756,10 +756,11 @@ def _config_pairs(params: str) -> tuple[tuple[str, str], ...]:
 
 def _config_of(params: str, graph_mode: Any, precision: Any, op: Any = None) -> Config:
     """The configuration of a row (without the operating point when ``op`` is None)."""
+    from pytest_edgeenergy.report.keys import graph_shown
+
     pairs = dict(_config_pairs(params))
-    runtime = pairs.pop("runtime", None)
     main = {
-        "graph": runtime if runtime not in (None, "torch") else graph_mode,
+        "graph": graph_shown(graph_mode, pairs.pop("runtime", None)),
         "precision": precision,
         "device": pairs.pop("device", None),
         "op": _op_text(op) if op is not None else None,
