@@ -165,3 +165,14 @@ def test_a_bench_result_without_a_batch_size_is_not_called_an_energy_fixture_tes
     done = render_all(frame_from_rows(long_rows(report, "r.json")), tmp_path)
     [note] = [n.reason for n in done.notes if n.plot == "energy_vs_batch"]
     assert note == "these results carry no batch size (no test took the batch_size parameter)"
+
+
+# -- counted nouns ---------------------------------------------------------------------------
+
+
+def test_one_item_one_sample_one_window_are_singular() -> None:
+    from pytest_edgeenergy.report.load import _stats_problem
+
+    assert _stats_problem([1.0], None) == "has 1 sample but no stats"
+    stats = {"n": 2, "min": 1.0, "max": 1.0, "mean": 1.0, "median": 1.0, "stdev": 0.0}
+    assert _stats_problem([1.0], stats) == "stats.n is 2 but there is 1 sample"

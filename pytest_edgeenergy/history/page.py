@@ -306,8 +306,8 @@ def _figure(index: int, trend: Trend) -> str:
         f'data-suite="{_e(trend.suite)}" data-point="{_e(s.point)}" data-test="{_e(s.test)}" '
         f'data-metric="{_e(s.metric)}" data-changes="{len(trend.changes)}">'
         f"{_svg(index, trend)}<figcaption><b>{_e(s.test)}</b> at {_e(s.point)}: "
-        f"{_e(s.metric)}{_e(unit)} over {len(s.points)} runs, "
-        f"{len(trend.changes)} change{'s' if len(trend.changes) != 1 else ''}"
+        f"{_e(s.metric)}{_e(unit)} over {counted(len(s.points), 'run')}, "
+        f"{counted(len(trend.changes), 'change')}"
         f"{changes}</figcaption></figure>"
     )
 
