@@ -8,12 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from report_helpers import virtual_report
 
-from pytest_edgeenergy.board.types import Identity, RailMap
-from pytest_edgeenergy.report.load import check_report, frame_from_rows, long_rows
+from pytest_edgeenergy.report.load import frame_from_rows, long_rows
 from pytest_edgeenergy.report.model import (
-    build_device,
-    build_header,
     build_operating_point,
     build_params,
     build_result,
@@ -40,14 +38,6 @@ POINTS = (
 
 
 def _frame(points: tuple[tuple[int, int, float, float], ...] = POINTS) -> Any:
-    identity = Identity(
-        model="NVIDIA Jetson Orin Nano", soc="tegra234", l4t="36.4.3", simulated=True,
-        sim_model="orin-nano",
-    )  # fmt: skip
-    header = build_header(
-        build_device(identity, RailMap(rails=(), total_rail=None)),
-        software={"python": "3.11.0", "torch": None, "torchvision": None, "platform": None},
-    )
     tests = []
     for gpu_hz, cpu_hz, per_item_j, p90_s in points:
         pinned = {"power_mode": "15W", "gpu_freq_hz": gpu_hz, "cpu_freq_hz": cpu_hz}
@@ -72,9 +62,7 @@ def _frame(points: tuple[tuple[int, int, float, float], ...] = POINTS) -> Any:
                 duration_s=1.0,
             )
         )
-    header["finished_at"] = header["started_at"]
-    report = check_report({**header, "tests": tests}, "r.json")
-    return frame_from_rows(long_rows(report, "r.json"))
+    return frame_from_rows(long_rows(virtual_report(tests), "r.json"))
 
 
 def _drawn(ax: Any) -> dict[str, tuple[list[float], list[float]]]:

@@ -9,14 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from report_helpers import virtual_report
 
-from pytest_edgeenergy.board.types import Identity, RailMap
 from pytest_edgeenergy.plugin.summary import _fmt
 from pytest_edgeenergy.report.compare import compare_main
-from pytest_edgeenergy.report.load import check_report, frame_from_rows, long_rows
+from pytest_edgeenergy.report.load import frame_from_rows, long_rows
 from pytest_edgeenergy.report.model import (
-    build_device,
-    build_header,
     build_operating_point,
     build_params,
     build_result,
@@ -82,14 +80,6 @@ def test_a_fixed_width_figure_rounding_to_zero_has_no_sign() -> None:
 
 def _report(runs: list[tuple[dict[str, Any], float]]) -> dict[str, Any]:
     """One mobilenet_v2 result at batch 8 per run: (its parameters, energy per item J)."""
-    identity = Identity(
-        model="NVIDIA Jetson Orin Nano", soc="tegra234", l4t="36.4.3", simulated=True,
-        sim_model="orin-nano",
-    )  # fmt: skip
-    header = build_header(
-        build_device(identity, RailMap(rails=(), total_rail=None)),
-        software={"python": "3.11.0", "torch": None, "torchvision": None, "platform": None},
-    )
     tests = []
     for i, (params, per_item_j) in enumerate(runs):
         tests.append(
@@ -107,8 +97,7 @@ def _report(runs: list[tuple[dict[str, Any], float]]) -> dict[str, Any]:
                 duration_s=1.0,
             )
         )
-    header["finished_at"] = header["started_at"]
-    return check_report({**header, "tests": tests}, "r.json")
+    return virtual_report(tests)
 
 
 EAGER = {"graph_mode": "eager", "precision": "fp32"}
