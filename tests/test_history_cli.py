@@ -97,6 +97,27 @@ def test_gate_without_earlier_runs_passes_saying_so(
         assert "nothing to gate against yet" in out
 
 
+def test_gate_against_one_earlier_run_says_the_last_run(
+    baseline_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    same = write_run(tmp_path / "same.json", 10)
+    _, out, _ = run_cli(
+        capsys, "history", "gate", str(same), "--fail", "energy_per_item:mean:10%",
+        "--db", str(baseline_db), "--window", "1",
+    )  # fmt: skip
+    assert "the last run of sim:agx-orin" in out and "1 runs" not in out
+
+
+def test_the_page_counts_one_board_and_its_changes_in_words(
+    step_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "page.html"
+    code, said, err = run_cli(capsys, "history", "html", str(out), "--db", str(step_db))
+    assert code == 0, err
+    assert said.endswith(", 1 board\n") and "1 boards" not in out.read_text()
+    assert ", 1 board</span>" in out.read_text()
+
+
 def test_gate_bad_input_is_exit_2(
     baseline_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -164,7 +185,7 @@ def test_changes_filters_by_time_and_test(
     db = str(step_db)
     later = (START + timedelta(days=30)).date().isoformat()
     code, out, _ = run_cli(capsys, "history", "changes", "--since", later, "--db", db)
-    assert code == 0 and out.startswith("0 changes in 0 series;")
+    assert code == 0 and out == "no change in 0 series\n"  # no commits legend for none
     code, out, _ = run_cli(
         capsys, "history", "changes", "--test", "nothing-like-this*", "--json", "--db", db
     )

@@ -354,7 +354,8 @@ def test_history_add_says_what_it_did(
     run_id = load_report(session_report)["run_id"]
     n = len(table_rows_of_report(session_report))
     assert main(["history", "add", str(session_report), "--db", str(db)]) == 0
-    assert capsys.readouterr().out == f"added run {run_id}: {n} results\n"
+    # two windows: tests counted apart from their metric values
+    assert capsys.readouterr().out == f"added run {run_id}: 2 tests, {n} metric values\n"
     assert main(["history", "add", str(session_report), "--db", str(db)]) == 0
     assert capsys.readouterr().out == f"already in the history: run {run_id}\n"
 

@@ -99,7 +99,8 @@ def test_merged_report_keeps_each_results_board_and_flags_a_key_measured_twice(
     # compare shows the spread of the key measured on both boards.
     assert main(["compare", str(out)]) == 0
     shown = capsys.readouterr().out
-    assert "1 result measured on several boards (board-to-board spread" in shown
+    said = " ".join(shown.split())  # the notes as one text, however wrapped
+    assert "1 result measured on several boards (board-to-board spread" in said
     assert f"  w2: energy_j {label_a} " in shown
     # ... and gates with it, either side.
     gate = ["--fail", "energy_j:mean:300%"]

@@ -334,6 +334,10 @@ def test_summary_and_report_say_which_rail_failed_and_how_often(tmp_path: Path) 
     assert validity.get("invalid_rails") == {
         "VDD_GPU": f"invalid in 2 of 2 windows; {reads} of {reads} reads failed (garbage: {reads})"
     }
+    one = windows[0].reads
+    assert validity_of(windows[:1]).get("invalid_rails") == {
+        "VDD_GPU": f"invalid in 1 of 1 window; {one} of {one} reads failed (garbage: {one})"
+    }
     validate(validity, "validity")
 
 

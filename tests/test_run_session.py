@@ -106,6 +106,21 @@ def test_the_manual_example_runs_as_a_plain_script(tmp_path: Path) -> None:
     assert "inference" in out.stdout and "simulated" in out.stdout
 
 
+def test_the_manual_example_runs_again_as_written(tmp_path: Path) -> None:
+    script = tmp_path / "measure.py"
+    script.write_text(manual_example())
+    run_ids = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+        run_ids.append(json.loads((tmp_path / "r.json").read_text())["run_id"])
+    assert run_ids[0] != run_ids[1]  # the second run's report, not the first one kept
+
+
 def test_pins_are_restored_byte_for_byte_on_every_exit(board: Path, tmp_path: Path) -> None:
     knobs = knobs_at(board)
     before = knob_bytes(knobs)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from ..errors import InvalidValue
+from ..words import counted
 from . import extra_info as bridge
 from .memory import FitVerdict, MemInfoError, ProcessPeak, check_fits
 from .repeats import Repeats
@@ -452,7 +453,8 @@ class EdgeBench:
             else ""
         )
         return (
-            f"edge_bench {self.nodeid} [{label}] repeat {rep.index + 1}/{n}: {rep.items} items "
+            f"edge_bench {self.nodeid} [{label}] repeat {rep.index + 1}/{n}: "
+            f"{counted(rep.items, 'item')} "
             f"in {rep.duration_s:.3f} s, {energy}, {rate}{misses}, {state}"
         )
 

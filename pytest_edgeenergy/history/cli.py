@@ -23,6 +23,7 @@ from pytest_edgeenergy.extras import require
 from pytest_edgeenergy.history.errors import HistoryError
 from pytest_edgeenergy.history.gate import DEFAULT_WINDOW
 from pytest_edgeenergy.ranges import FloatRange, IntRange
+from pytest_edgeenergy.words import counted
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.history.store import HistoryStore
@@ -204,7 +205,11 @@ def _add(args: argparse.Namespace) -> int:
                     failed += 1
                     continue
                 if done.added:
-                    print(f"added run {done.run_id}: {done.results} results", flush=True)
+                    print(
+                        f"added run {done.run_id}: {counted(done.tests, 'test')}, "
+                        f"{counted(done.results, 'metric value')}",
+                        flush=True,
+                    )
                 else:
                     print(f"already in the history: run {done.run_id}", flush=True)
     except (EdgeEnergyError, OSError) as e:
@@ -332,12 +337,12 @@ def _changes_text(found: Sequence[dict[str, Any]], series: int) -> str:
              f"{_short(before)}..{_short(after)}", c["before"], c["after"],
              Change(c["change_pct"]), c["p_value"]]
         )  # fmt: skip
+    if not found:
+        return f"no change in {series} series"
     table.notes.append(
-        f"{len(found)} change{'s' if len(found) != 1 else ''} in {series} series; "
+        f"{counted(len(found), 'change')} in {series} series; "
         "commits: the last run before the change .. the first run after it"
     )
-    if not found:
-        return table.notes[0]
     shared = ["metric", "device", "point", "from run", "commits"]
     return render_text(fold_columns(table, shared))
 
@@ -422,5 +427,8 @@ def _html(args: argparse.Namespace) -> int:
     except OSError as e:
         _say(f"cannot write the page {out}: {e.strerror or e}")
         return 2
-    print(f"wrote {out}: {page.series} series, {page.changes} changes, {page.boards} boards")
+    print(
+        f"wrote {out}: {page.series} series, {counted(page.changes, 'change')}, "
+        f"{counted(page.boards, 'board')}"
+    )
     return 0

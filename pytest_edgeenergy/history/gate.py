@@ -51,6 +51,11 @@ def history_verdict(
         exprs,
         overrides,
         strict=strict,
-        baseline_name=f"{where}: the last {len(baselines)} runs of {device}{on_branch}",
+        baseline_name=f"{where}: {_last_runs(len(baselines))} of {device}{on_branch}",
         new_name=new_name,
     )
+
+
+def _last_runs(n: int) -> str:
+    """``the last run`` or ``the last 5 runs``."""
+    return "the last run" if n == 1 else f"the last {n} runs"

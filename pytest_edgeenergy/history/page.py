@@ -26,6 +26,7 @@ from statistics import median
 from typing import TYPE_CHECKING
 
 from pytest_edgeenergy.extras import require
+from pytest_edgeenergy.words import counted
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.history.changes import ChangePoint
@@ -176,7 +177,8 @@ def _summary(db: str, metric: str, found: Sequence[Trend], boards: int, filters:
     return (
         f'<p class="summary">From {_e(db)}{where}, made {_e(_time(made))}: '
         f'<span id="counts" data-series="{len(found)}" data-changes="{changes}" '
-        f'data-boards="{boards}">{len(found)} series, {changes} changes, {boards} boards'
+        f'data-boards="{boards}">{len(found)} series, {counted(changes, "change")}, '
+        f"{counted(boards, 'board')}"
         f"</span>.{note} Changes are found as by <code>edgeenergy history changes</code>; "
         "commits: the last run before a change .. the first run after it.</p>"
     )
@@ -304,8 +306,8 @@ def _figure(index: int, trend: Trend) -> str:
         f'data-suite="{_e(trend.suite)}" data-point="{_e(s.point)}" data-test="{_e(s.test)}" '
         f'data-metric="{_e(s.metric)}" data-changes="{len(trend.changes)}">'
         f"{_svg(index, trend)}<figcaption><b>{_e(s.test)}</b> at {_e(s.point)}: "
-        f"{_e(s.metric)}{_e(unit)} over {len(s.points)} runs, "
-        f"{len(trend.changes)} change{'s' if len(trend.changes) != 1 else ''}"
+        f"{_e(s.metric)}{_e(unit)} over {counted(len(s.points), 'run')}, "
+        f"{counted(len(trend.changes), 'change')}"
         f"{changes}</figcaption></figure>"
     )
 

@@ -39,11 +39,13 @@ _ALLOWED = "a file path, sqlite:///PATH or postgresql://USER:PASSWORD@HOST/DB"
 
 @dataclass(frozen=True)
 class AddResult:
-    """What :meth:`HistoryStore.add_report` did: ``added`` is False when the run was there."""
+    """What :meth:`HistoryStore.add_report` did: ``added`` is False when the run was there;
+    ``results`` counts the rows stored (one per test x metric), ``tests`` the tests."""
 
     run_id: str
     added: bool
     results: int
+    tests: int = 0
 
 
 @dataclass(frozen=True)
@@ -263,7 +265,7 @@ class HistoryStore:
                 return AddResult(run["run_id"], False, 0)
             if rows:
                 conn.execute(schema.results.insert(), rows)
-        return AddResult(run["run_id"], True, len(rows))
+        return AddResult(run["run_id"], True, len(rows), len(report["tests"]))
 
     # -- reading ---------------------------------------------------------------------
 

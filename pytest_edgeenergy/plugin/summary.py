@@ -33,7 +33,12 @@ class SessionView(RunView, Protocol):
 
 
 def _fmt(x: float | None, spec: str) -> str:
-    return "-" if x is None else format(x, spec)
+    """``x`` in ``spec``; a value that rounds to zero has no sign (float dust of a
+    difference, -1.4e-14 J, reads 0.0000, not -0.0000)."""
+    if x is None:
+        return "-"
+    text = format(x, spec)
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def board_line(es: SessionView) -> str:

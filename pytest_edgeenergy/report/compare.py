@@ -53,7 +53,14 @@ from pytest_edgeenergy.report.gate import (
     render_verdict,
     require_carried,
 )
-from pytest_edgeenergy.report.keys import JoinKey, join_key, op_label, op_words, split_params
+from pytest_edgeenergy.report.keys import (
+    JoinKey,
+    graph_shown,
+    join_key,
+    op_label,
+    op_words,
+    split_params,
+)
 from pytest_edgeenergy.report.load import (
     ReportError,
     gc_paused,
@@ -768,7 +775,7 @@ class _Layout:
             table[(key, op)] = [
                 key.workload,
                 key.batch_size,
-                key.graph_mode,
+                graph_shown(key.graph_mode, given.get("runtime")),
                 key.precision,
                 op or None,
                 key.window or None,
@@ -1094,7 +1101,7 @@ def _compare_main(argv: Sequence[str] | None) -> int:
             elif fmt == "csv":
                 document = render_csv(builder.table())
             else:
-                document = "\n".join(render_text(table) for table in tables)
+                document = "\n".join(render_text(table, wrap_notes=True) for table in tables)
             if fmt != "csv":
                 document += "".join("\n" + render_verdict(v, fmt) for v in verdicts)
         if args.output is not None:

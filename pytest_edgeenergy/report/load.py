@@ -44,6 +44,7 @@ from pytest_edgeenergy.report.model import TOOL_NAME, compute_stats, device_labe
 from pytest_edgeenergy.report.schema import SCHEMA_VERSION, SchemaError, validate
 
 from ..errors import EdgeEnergyError
+from ..words import counted
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
@@ -514,12 +515,13 @@ def _stats_problem(samples: Sequence[float], stats: Mapping[str, Any] | None) ->
         if stats is None and not samples:
             return None
         if stats is None:
-            return f"has {len(samples)} samples but no stats"
-        return f"has stats of {stats['n']} samples but no samples"
+            return f"has {counted(len(samples), 'sample')} but no stats"
+        return f"has stats of {counted(stats['n'], 'sample')} but no samples"
     own = compute_stats(samples)
     assert own is not None  # finite samples, checked first
     if stats["n"] != own["n"]:
-        return f"stats.n is {stats['n']} but there are {own['n']} samples"
+        verb = "is" if own["n"] == 1 else "are"
+        return f"stats.n is {stats['n']} but there {verb} {counted(own['n'], 'sample')}"
     scale = max(abs(own["min"]), abs(own["max"]))
     for key in ("min", "max", "mean", "median", "stdev"):
         claimed, recomputed = stats[key], own[key]

@@ -182,7 +182,7 @@ def _values_text(column: str, values: Sequence[Any]) -> str:
 
 def _missing(column: str) -> str:
     if column == "batch_size":
-        return "these results carry no batch size (energy-fixture tests have none)"
+        return "these results carry no batch size (no test took the batch_size parameter)"
     return f"no {_NAMES.get(column, column)} was pinned in these reports"
 
 
@@ -318,7 +318,9 @@ def heatmap_figure(
     batch_size: int | None = None,
 ) -> Figure:
     """Energy topology: energy over ``y`` x ``x`` (CPU x GPU frequency by default) for one
-    device, workload and batch size (unless it is an axis), the minimum marked."""
+    device, workload, batch size (unless it is an axis), configuration and set of the other
+    knobs (never a mean over several), the minimum marked and the cells not measured
+    hatched."""
     rows = _energy(df, metric)
     for column, wanted in (("device", device), ("workload", workload), ("batch_size", batch_size)):
         if wanted is not None:
@@ -327,7 +329,9 @@ def heatmap_figure(
         if rows[column].isna().all():
             raise NotDrawn(_missing(column))
     rows = rows.dropna(subset=[x, y])
-    groups = [c for c in ("device", "workload", "batch_size") if c not in (x, y)]
+    rows, config = _one_configuration(rows)
+    rows = rows.assign(knobs=rows["op"].map(lambda op: _other_knobs(op, x, y)))
+    groups = [c for c in ("device", "workload", "batch_size") if c not in (x, y)] + ["knobs"]
     best: pd.DataFrame | None = None
     most = (0, 0)
     for _, part in rows.groupby(groups, dropna=False, sort=True):
@@ -338,7 +342,8 @@ def heatmap_figure(
     if best is None:
         raise NotDrawn(
             f"needs two or more values of both {_NAMES.get(x, x)} and {_NAMES.get(y, y)} for"
-            f" one device, workload and batch size; at most {most[0]} x {most[1]} here"
+            f" one device, workload, batch size and set of the other knobs; at most"
+            f" {most[0]} x {most[1]} here"
         )
     rows = best
     metric = str(rows["metric"].iloc[0])
@@ -355,6 +360,7 @@ def heatmap_figure(
     ax.set_yticks(range(0, len(ys), step_y), [f"{v:g}" for v in ys[::step_y]])
     ax.set_xlabel(_label(x))
     ax.set_ylabel(_label(y))
+    _hatch_unmeasured(ax, grid)
     flat = grid.stack()
     best_y, best_x = flat.idxmin()
     iy, ix = list(grid.index).index(best_y), list(grid.columns).index(best_x)
@@ -371,8 +377,26 @@ def heatmap_figure(
     what = str(first["workload"])
     if "batch_size" not in (x, y) and _batch(first["batch_size"]) is not None:
         what += f", batch {_batch(first['batch_size'])}"
-    _title(ax, f"{_label(metric)}: {first['device']}, {what}", rows)
+    knobs = f", at {first['knobs']}" if first["knobs"] else ""
+    _title(ax, f"{_label(metric)}: {first['device']}, {what}{config}{knobs}", rows)
     return fit_titles(fig)
+
+
+def _hatch_unmeasured(ax: Axes, grid: pd.DataFrame) -> None:
+    """Grey hatched cells where ``grid`` has no value, named in a legend (``not measured``);
+    nothing when every cell was measured."""
+    from matplotlib.patches import Rectangle
+
+    empty = [(ix, iy) for iy, ix in zip(*grid.isna().to_numpy().nonzero(), strict=True)]
+    for n, (ix, iy) in enumerate(empty):
+        ax.add_patch(
+            Rectangle(
+                (ix - 0.5, iy - 0.5), 1, 1, facecolor="0.85", edgecolor="0.55", hatch="//",
+                linewidth=0, label="not measured" if n == 0 else "_not measured",
+            )
+        )  # fmt: skip
+    if empty:
+        ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
 
 
 def _batch_colors(batches: Sequence[int]) -> tuple[Callable[[int | None], Any], Any]:
@@ -401,6 +425,118 @@ def _batch_colorbar(fig: Figure, mappable: Any, axes: list[Axes], batches: Seque
     bar.ax.minorticks_off()
 
 
+_KNOB_SHORTS = (("gpu_freq_hz", "gpu"), ("cpu_freq_hz", "cpu"), ("emc_freq_hz", "emc"))
+"""The knobs an axis can be, with their short names in an operating point's label."""
+_WORD_KNOBS = frozenset({"mode", "gpu", "cpu", "emc", "cores"})
+"""Label words followed by the word a knob was asked for by: ``gpu min``, ``mode max``."""
+
+
+def _knob_parts(op: Any) -> list[str]:
+    """The parts of an operating point's label (``15W``, ``gpu612MHz``, ``gpu min``)."""
+    words = str(op).split(" ")
+    parts: list[str] = []
+    i = 0
+    while i < len(words):
+        take = 2 if words[i] in _WORD_KNOBS and i + 1 < len(words) else 1
+        parts.append(" ".join(words[i : i + take]))
+        i += take
+    return parts
+
+
+def _other_knobs(op: Any, *axes: str) -> str:
+    """The operating point's label without the knobs of ``axes`` (``gpu_freq_hz``...): what
+    else a result pinned (``15W cpu1.5GHz``), "" when nothing else. A line or a heatmap is
+    drawn at one such set, never averaged over several."""
+    shorts = [short for axis, short in _KNOB_SHORTS if axis in axes]
+
+    def on_axis(part: str) -> bool:
+        return any(
+            part.startswith(f"{s} ") or (part.startswith(s) and part[len(s) : len(s) + 1].isdigit())
+            for s in shorts
+        )
+
+    return " ".join(p for p in _knob_parts(op) if not on_axis(p))
+
+
+def _knob_names(knob_sets: Sequence[str]) -> tuple[str, dict[str, str]]:
+    """The parts every set of ``knob_sets`` shares (for the title), and each set's name
+    without them (for its line's label: ``only 15W`` for a set of the shared parts
+    alone)."""
+    parts = {k: _knob_parts(k) if k else [] for k in knob_sets}
+    shared = [p for p in parts[knob_sets[0]] if all(p in other for other in parts.values())]
+    text = " ".join(shared)
+    alone = f"only {text}" if shared else "no other knob pinned"
+    names = {k: " ".join(p for p in own if p not in shared) or alone for k, own in parts.items()}
+    return text, names
+
+
+def _gpu_others(op: Any) -> str:
+    return _other_knobs(op, "gpu_freq_hz")
+
+
+def _knobs_legend(ax: Axes, knob_sets: Sequence[str], names: dict[str, str]) -> None:
+    """A legend of the line styles standing for each set of the other knobs (when colours
+    stand for batch sizes on a colour bar)."""
+    from matplotlib.lines import Line2D
+
+    handles = [
+        Line2D([], [], color="black", markersize=3, **_knob_style(k)) for k in range(len(knob_sets))
+    ]
+    labels = [names[k] for k in knob_sets]
+    ax.legend(handles, labels, fontsize=7, title="other knobs", title_fontsize=7)
+
+
+def _knob_order(rows: pd.DataFrame) -> list[str]:
+    """The ``knobs`` column's values by CPU, then EMC frequency, then label."""
+    first = rows.groupby("knobs")[["cpu_freq_hz", "emc_freq_hz"]].first()
+
+    def key(knobs: str) -> tuple[float, float, str]:
+        freqs = [float(v) if v == v and v is not None else -1.0 for v in first.loc[knobs]]
+        return (freqs[0], freqs[1], knobs)
+
+    return sorted(first.index, key=key)
+
+
+_STYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
+
+
+def _knob_style(k: int) -> dict[str, Any]:
+    """Line style and marker of the ``k``-th set of the other knobs."""
+    return {"linestyle": _STYLES[k % len(_STYLES)], "marker": _MARKERS[k % len(_MARKERS)]}
+
+
+def _line_look(
+    dev: Any,
+    batch: int | None,
+    knobs: str,
+    knob_sets: Sequence[str],
+    names: dict[str, str],
+    devices: Sequence[Any],
+    color: Callable[[int | None], Any],
+    *,
+    by_batch: bool,
+    by_device: bool,
+) -> tuple[dict[str, Any], str]:
+    """A GPU-frequency line's colour, style and marker, and its legend label: colour by
+    batch size or device (else by the other knobs), line style and marker by the other
+    knobs when there are several sets of them and colour says something else."""
+    k = knob_sets.index(knobs)
+    by_knobs = len(knob_sets) > 1
+    if by_batch:
+        c = color(batch)
+    elif by_device:
+        c = f"C{devices.index(dev) % 10}"
+    else:
+        c = f"C{k % 10}"
+    styled = by_knobs and (by_batch or by_device)
+    look = {"color": c, **_knob_style(k if styled else 0)}
+    parts = [f"batch {batch}" if by_batch else str(dev)] if by_batch or by_device else []
+    if by_knobs:
+        parts.append(names[knobs])
+    return look, ", ".join(parts)
+
+
 def _freq_lines(
     fig: Figure,
     rows: pd.DataFrame,
@@ -408,36 +544,49 @@ def _freq_lines(
     metrics: Sequence[tuple[str, pd.DataFrame]],
     *,
     mark_min: bool,
-) -> str:
-    """Against GPU frequency: a line per device x batch size for each of ``metrics`` (one
-    axes each, top to bottom), a panel column per device when there are several devices and
-    several batch sizes. Returns what the lines stand for (for the title)."""
+) -> tuple[str, str]:
+    """Against GPU frequency: a line per device x batch size x set of the other knobs
+    pinned (CPU and EMC frequency, power mode, cores: never a mean over several) for each
+    of ``metrics`` (one axes each, top to bottom), a panel column per device when there
+    are several devices and several batch sizes. Returns the title's words for what every
+    line shares: the batch size or device, and the other knobs (``, at 15W``)."""
     devices = sorted(rows["device"].unique())
     batches = sorted({b for b in map(_batch, rows["batch_size"]) if b is not None})
     n_batches = rows["batch_size"].astype("object").nunique(dropna=False)
     by_batch = n_batches > 1
+    knob_sets = _knob_order(rows.assign(knobs=rows["op"].map(_gpu_others)))
+    shared, names = _knob_names(knob_sets)
+    by_knobs = len(knob_sets) > 1
     color, mappable = _batch_colors(batches or [1])
     colorbar_axes: list[Axes] = []
     for p, axes in enumerate(panels):
         in_panel = devices[p : p + 1] if len(panels) > 1 else devices
+        by_device = not by_batch and (len(in_panel) > 1 or not by_knobs)
         lines = 0
         for (metric, data), ax in zip(metrics, axes, strict=True):
             data = data[data["device"].isin(in_panel)]
-            groups = data.groupby(["device", "batch_size"], dropna=False, sort=True)
-            for i, ((dev, raw_batch), part) in enumerate(groups):
+            data = data.assign(knobs=data["op"].map(_gpu_others))
+            groups = data.groupby(["device", "batch_size", "knobs"], dropna=False, sort=True)
+            ordered = sorted(
+                groups, key=lambda g: (g[0][0], _batch(g[0][1]) or 0, knob_sets.index(g[0][2]))
+            )
+            for i, ((dev, raw_batch, knobs), part) in enumerate(ordered):
                 batch = _batch(raw_batch)
                 series = part.groupby("gpu_freq_hz")["value"].mean().sort_index()
                 mhz = _scaled("gpu_freq_hz", series.index.to_numpy())
                 ys = _scaled(metric, series.to_numpy())
-                c = color(batch) if by_batch else f"C{devices.index(dev) % 10}"
-                name = f"batch {batch}" if by_batch else str(dev)
+                look, name = _line_look(
+                    dev, batch, knobs, knob_sets, names, devices, color, by_batch=by_batch,
+                    by_device=by_device,
+                )  # fmt: skip
                 best = int(ys.argmin())
                 if mark_min:
                     name += f": min {ys[best]:.3g} at {mhz[best]:g} MHz"
-                ax.plot(mhz, ys, marker="o", markersize=3, color=c, label=name)
+                ax.plot(mhz, ys, markersize=3, label=name, **look)
                 if mark_min:
-                    size = 15 if len(groups) <= _MAX_LEGEND_LINES else 8
-                    ax.plot([mhz[best]], [ys[best]], "*", markersize=size, color=c, mec="black")
+                    size = 15 if len(ordered) <= _MAX_LEGEND_LINES else 8
+                    ax.plot([mhz[best]], [ys[best]], "*", markersize=size, color=look["color"],
+                            mec="black")  # fmt: skip
                 lines = max(lines, i + 1)
             ax.set_ylabel(_label(metric))
             ax.grid(alpha=0.3)
@@ -448,16 +597,20 @@ def _freq_lines(
             axes[0].set_title(str(in_panel[0]), fontsize=9)
         if by_batch and lines > _MAX_LEGEND_LINES:
             colorbar_axes += axes
+            if by_knobs:
+                _knobs_legend(axes[0], knob_sets, names)
             continue
         star = " (star: minimum)" if mark_min else ""
-        title = ("batch size" if by_batch else "device") + star
+        named = ["batch size" if by_batch else "device"] if by_batch or by_device else []
+        title = ", ".join(named + (["other knobs"] if by_knobs else [])) + star
         size = 8 if lines <= 8 else 7
         axes[0].legend(fontsize=size, title=title, title_fontsize=size, ncol=2 if lines > 8 else 1)
     if colorbar_axes:
         _batch_colorbar(fig, mappable, colorbar_axes, batches)
+    knobs = f", at {shared}" if shared else ""
     if len(batches) == 1 and n_batches == 1:
-        return f", batch {batches[0]}"
-    return f", {devices[0]}" if len(devices) == 1 and by_batch else ""
+        return f", batch {batches[0]}", knobs
+    return (f", {devices[0]}" if len(devices) == 1 and by_batch else ""), knobs
 
 
 def _device_panels(rows: pd.DataFrame) -> int:
@@ -485,8 +638,8 @@ def energy_vs_gpu_freq_figure(
     rows, config = _one_configuration(rows)
     metric = str(rows["metric"].iloc[0])
     fig, panels = _panels(_device_panels(rows))
-    what = _freq_lines(fig, rows, panels, [(metric, rows)], mark_min=True)
-    text = f"{_label(metric)} vs GPU frequency: {rows['workload'].iloc[0]}{what}{config}"
+    what, knobs = _freq_lines(fig, rows, panels, [(metric, rows)], mark_min=True)
+    text = f"{_label(metric)} vs GPU frequency: {rows['workload'].iloc[0]}{what}{config}{knobs}"
     if len(panels) > 1:
         _suptitle(fig, text, rows)
     else:
@@ -511,8 +664,8 @@ def latency_power_vs_gpu_freq_figure(
     power = power[power["test_id"].isin(set(lat["test_id"]))]
     fig, panels = _panels(_device_panels(lat), rows_each=2, height=6.0)
     metrics = [(lat_metric, lat), ("power_mean", power)]
-    what = _freq_lines(fig, lat, panels, metrics, mark_min=False)
-    text = f"latency and power vs GPU frequency: {lat['workload'].iloc[0]}{what}{config}"
+    what, knobs = _freq_lines(fig, lat, panels, metrics, mark_min=False)
+    text = f"latency and power vs GPU frequency: {lat['workload'].iloc[0]}{what}{config}{knobs}"
     if len(panels) > 1:
         _suptitle(fig, text, lat)
     else:
@@ -603,10 +756,11 @@ def _config_pairs(params: str) -> tuple[tuple[str, str], ...]:
 
 def _config_of(params: str, graph_mode: Any, precision: Any, op: Any = None) -> Config:
     """The configuration of a row (without the operating point when ``op`` is None)."""
+    from pytest_edgeenergy.report.keys import graph_shown
+
     pairs = dict(_config_pairs(params))
-    runtime = pairs.pop("runtime", None)
     main = {
-        "graph": runtime if runtime not in (None, "torch") else graph_mode,
+        "graph": graph_shown(graph_mode, pairs.pop("runtime", None)),
         "precision": precision,
         "device": pairs.pop("device", None),
         "op": _op_text(op) if op is not None else None,
@@ -769,8 +923,8 @@ def pareto_figure(
     df: pd.DataFrame, *, workload: str | None = None, batch_size: int | None = None
 ) -> Figure:
     """Latency against energy per configuration of one workload and batch size, the Pareto
-    front of each device drawn, and DVFS (governor-chosen) points marked apart from pinned
-    ones."""
+    front of each device drawn (its non-dominated points ringed and connected), and DVFS
+    (governor-chosen) points marked apart from pinned ones."""
     energy = _energy(df, None)
     lat = _latency(df, _PARETO_LATENCY)
     keys = ["source", "run_id", "test_id"]
@@ -811,7 +965,10 @@ def pareto_figure(
                 label=f"{dev}: DVFS (default governors)",
             )
         front_x, front_y = pareto_front(list(xs), list(ys))
-        ax.step(front_x, front_y, where="post", color=color, linewidth=1.2)
+        ax.plot(
+            front_x, front_y, color=color, linewidth=1.5, marker="o", markersize=7,
+            markerfacecolor="none", markeredgewidth=1.2, label=f"{dev}: Pareto front",
+        )  # fmt: skip
     ax.set_xlabel(_label(l_metric))
     ax.set_ylabel(_label(e_metric))
     ax.grid(alpha=0.3)

@@ -12,6 +12,8 @@ import csv
 import html
 import io
 import math
+import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -157,7 +159,8 @@ def cell_text(value: Any) -> str:
     if isinstance(value, Ratio):
         return f"{value:.2f}x"
     if isinstance(value, Change):
-        return f"{value:+.2f}"
+        text = f"{value:+.2f}"
+        return "+0.00" if text == "-0.00" else text  # no sign from float dust
     if isinstance(value, float):
         return format_number(value)
     return str(value)
@@ -181,14 +184,35 @@ def _numeric_kind(kind: type) -> bool:
     return issubclass(kind, (int, float)) and not issubclass(kind, bool)
 
 
+DUST_FRACTION = 1e-12
+"""A number below this share of the largest magnitude in its column (of the rows rendered
+together) is float dust, what is left of a difference of nearly equal figures (-1.4e-14 J
+beside 311 J), and reads 0."""
+EXACT_COLUMNS = frozenset({"p-value"})
+"""Columns whose tiny numbers mean something (a p-value of 1e-15): never read as dust."""
+
+
+def _without_dust(values: Sequence[Any]) -> Sequence[Any]:
+    """``values`` with every float that is dust (:data:`DUST_FRACTION`) as 0.0."""
+    floats = [v for v in values if type(v) is float and math.isfinite(v)]
+    if not floats:
+        return values
+    limit = DUST_FRACTION * max(map(abs, floats))
+    if min(map(abs, floats)) >= limit:
+        return values
+    return [0.0 if type(v) is float and abs(v) < limit else v for v in values]
+
+
 class _Column:
-    """One column's values, their exact types, and what the renderers need to know."""
+    """One column's values, their exact types, and what the renderers need to know;
+    ``exact``: its numbers are shown as they are (else float dust reads 0)."""
 
-    __slots__ = ("kinds", "values")
+    __slots__ = ("exact", "kinds", "values")
 
-    def __init__(self, values: Sequence[Any]) -> None:
+    def __init__(self, values: Sequence[Any], *, exact: bool = False) -> None:
         self.values = values
         self.kinds = set(map(type, values))
+        self.exact = exact
 
     @property
     def _marked(self) -> bool:
@@ -211,6 +235,8 @@ class _Column:
         kinds, values = self.kinds, self.values
         if kinds <= {str}:
             return values
+        if float in kinds and not self.exact:
+            values = _without_dust(values)
         if kinds <= {float}:
             return list(map(format_number, values))
         if kinds <= {Ratio, _NONE}:
@@ -222,19 +248,53 @@ class _Column:
 
 def _columns(table: Table) -> list[_Column] | None:
     """The table's columns, or None when some row does not have one cell per column."""
-    return _row_columns(table.rows, len(table.columns))
+    return _row_columns(table.rows, len(table.columns), _exact(table))
 
 
-def _row_columns(rows: Sequence[Sequence[Any]], width: int) -> list[_Column] | None:
+def _exact(table: Table) -> list[bool]:
+    return [name in EXACT_COLUMNS for name in table.columns]
+
+
+def _row_columns(
+    rows: Sequence[Sequence[Any]], width: int, exact: Sequence[bool] = ()
+) -> list[_Column] | None:
     if width == 0 or any(len(row) != width for row in rows):
         return None
     if not rows:
         return [_Column(()) for _ in range(width)]
-    return [_Column(values) for values in zip(*rows, strict=True)]
+    exact = list(exact) or [False] * width
+    return [
+        _Column(values, exact=e) for values, e in zip(zip(*rows, strict=True), exact, strict=True)
+    ]
 
 
-def render_text(table: Table) -> str:
-    """Plain aligned columns; numbers right-aligned."""
+NOTES_MIN_WIDTH = 100
+"""Notes wrap (``render_text(wrap_notes=True)``) at the table's width, or at this many
+characters under a narrower table (the width :func:`shared_lines` wraps the header at)."""
+
+
+def wrapped_notes(notes: Sequence[str], width: int) -> list[str]:
+    """Each note wrapped at spaces to ``width`` characters (a word longer than that stays
+    whole, a number with the word after it: ``2 tests``, ``4.27 J``), its continuation lines
+    indented two spaces more than the note."""
+    out: list[str] = []
+    for note in notes:
+        indent = note[: len(note) - len(note.lstrip(" "))] + "  "
+        glued = _COUNT_SPACE.sub("\\1\N{NO-BREAK SPACE}", note)
+        lines = textwrap.wrap(
+            glued, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+        )
+        out += [line.replace("\N{NO-BREAK SPACE}", " ") for line in lines] or [note]
+    return out
+
+
+_COUNT_SPACE = re.compile(r"(\d) (?=\w)")
+"""The space between a number and the word it counts or its unit (kept on one line)."""
+
+
+def render_text(table: Table, *, wrap_notes: bool = False) -> str:
+    """Plain aligned columns; numbers right-aligned. ``wrap_notes``: the notes under the
+    table wrapped to its width (at least :data:`NOTES_MIN_WIDTH`)."""
     columns = _columns(table)
     if columns is None:
         return _render_text_rows(table)
@@ -256,7 +316,11 @@ def render_text(table: Table) -> str:
     out.append("  ".join(header).rstrip())
     out.append("  ".join(rule))
     out.extend(["  ".join(cells).rstrip() for cells in zip(*padded, strict=True)])
-    out.extend(table.notes)
+    if wrap_notes:
+        width = max(NOTES_MIN_WIDTH, len(out[-1 - len(table.rows)]))
+        out.extend(wrapped_notes(table.notes, width))
+    else:
+        out.extend(table.notes)
     return "\n".join(out) + "\n"
 
 
@@ -316,13 +380,16 @@ class MarkdownRows:
         self.numeric = [a or b for a, b in zip(self.numeric, more.numeric, strict=True)]
 
 
-def markdown_rows(rows: Sequence[Sequence[Any]], width: int) -> MarkdownRows:
-    """``rows`` (of ``width`` cells each) as the lines :func:`render_markdown` writes for them.
+def markdown_rows(
+    rows: Sequence[Sequence[Any]], width: int, exact: Sequence[bool] = ()
+) -> MarkdownRows:
+    """``rows`` (of ``width`` cells each) as the lines :func:`render_markdown` writes for them
+    (``exact``: per column, its numbers shown as they are, float dust included).
 
     Rows rendered piece by piece and put together in table order (:meth:`MarkdownRows.extend`)
     render like the whole table: the work can be done while the table is still growing.
     """
-    columns = _row_columns(rows, width)
+    columns = _row_columns(rows, width, exact)
     if columns is None:
         numeric = [any(_is_numeric(row[i]) for row in rows) for i in range(width)]
         lines = ["| " + " | ".join(_md_escape(cell_text(v)) for v in row) + " |" for row in rows]
@@ -340,7 +407,7 @@ def render_markdown(
     ``rendered``: the table's rows already rendered (:func:`markdown_rows` of ``table.rows``).
     """
     if rendered is None:
-        rendered = markdown_rows(table.rows, len(table.columns))
+        rendered = markdown_rows(table.rows, len(table.columns), _exact(table))
     out = []
     if table.title:
         out.append(f"{'#' * heading_level} {_md_escape(table.title)}\n")
