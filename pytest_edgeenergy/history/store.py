@@ -27,6 +27,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from pytest_edgeenergy.extras import require
 from pytest_edgeenergy.history import schema
 from pytest_edgeenergy.history.errors import HistoryError, SchemaTooNew
+from pytest_edgeenergy.redact import (
+    hide_values,
+    redact_argv,
+    redact_text,
+    redact_value,
+    secret_name,
+)
 from pytest_edgeenergy.report.keys import op_key, test_name
 from pytest_edgeenergy.report.load import ReportError, _read_json, check_report
 from pytest_edgeenergy.report.model import device_label
@@ -86,37 +93,42 @@ def database_url(db: str | Path | None) -> sa.URL:
         return sa.URL.create("sqlite", database=text)
     try:
         url = sa.make_url(text)
-    except sa.exc.ArgumentError as e:
-        raise HistoryError(f"history database URL {_hidden(text)!r} is not a URL: {e}") from None
+    except (sa.exc.ArgumentError, ValueError) as e:  # ValueError: a port that is no number
+        raise HistoryError(
+            f"history database URL {redact_text(text)!r} is not a URL: {redact_text(str(e))}"
+        ) from None
     backend = url.get_backend_name()
     if backend == "sqlite" and url.get_driver_name() == "pysqlite":
         if not url.database or url.database == ":memory:":
             raise HistoryError(
-                f"history database {_hidden(text)!r} names no file: give sqlite:///PATH"
+                f"history database {redact_text(text)!r} names no file: give sqlite:///PATH"
             )
         return url
     if backend in ("postgresql", "postgres"):
         if url.drivername not in ("postgresql", "postgres", "postgresql+psycopg"):
             raise HistoryError(
-                f"history database URL {_hidden(text)!r}: only the psycopg driver is supported "
+                f"history database URL {redact_text(text)!r}: only the psycopg driver is supported "
                 "(postgresql:// or postgresql+psycopg://)"
             )
         return url.set(drivername="postgresql+psycopg")
-    raise HistoryError(f"history database {_hidden(text)!r} is not supported: give {_ALLOWED}")
-
-
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
-
-
-def _hidden(text: str) -> str:
-    return _PASSWORD.sub(r"\1***@", text)
+    raise HistoryError(f"history database {redact_text(text)!r} is not supported: give {_ALLOWED}")
 
 
 def display_name(url: sa.URL) -> str:
-    """How messages name the database: the file, or the URL without its password."""
+    """How messages and the page name the database: the file, or the URL without its
+    password (in the user part or the query: ``?password=``)."""
     if url.get_backend_name() == "sqlite":
         return str(url.database)
-    return url.render_as_string(hide_password=True)
+    return redact_text(url.render_as_string(hide_password=True))
+
+
+def _secrets(url: sa.URL) -> list[str]:
+    """The passwords ``url`` gives the driver (its own and a query's ``password=``)."""
+    found = [url.password] if url.password else []
+    for name, value in url.query.items():
+        if secret_name(name):
+            found += [value] if isinstance(value, str) else list(value)
+    return [str(v) for v in found if v]
 
 
 def open_store(db: str | Path | None = None) -> HistoryStore:
@@ -130,7 +142,7 @@ class HistoryStore:
     def __init__(self, url: sa.URL) -> None:
         self.url = url
         self.name = display_name(url)
-        self._password = url.password
+        self._secrets = _secrets(url)
         self.dialect = url.get_backend_name()
         if self.dialect == "sqlite":
             path = Path(str(url.database))
@@ -179,8 +191,7 @@ class HistoryStore:
 
     def _error(self, doing: str, e: sa.exc.DBAPIError) -> HistoryError:
         text = str(e.orig).strip().splitlines()[0] if str(e.orig).strip() else type(e).__name__
-        if self._password:
-            text = text.replace(self._password, "***")
+        text = hide_values(text, self._secrets)
         return HistoryError(f"{doing} the history database {self.name}: {text}")
 
     def _migrate(self) -> None:
@@ -527,6 +538,7 @@ def report_rows(
     git = report.get("git") or {}
     started = _parse_time(report["started_at"])
     finished = report.get("finished_at")
+    command_line = report.get("command_line")
     run = {
         "run_id": report["run_id"],
         "device": device["fingerprint"],
@@ -541,8 +553,9 @@ def report_rows(
         "git_commit": git.get("commit"),
         "branch": branch if branch is not None else git.get("branch"),
         "dirty": git.get("dirty"),
-        "command_line": report.get("command_line"),
-        "settings": report.get("settings"),
+        # hidden again: a report of another tool or an older version may hold a password
+        "command_line": redact_argv(command_line) if command_line is not None else None,
+        "settings": redact_value(report.get("settings")),
         "device_info": dict(device),
         "added_at": datetime.now(timezone.utc),
     }
