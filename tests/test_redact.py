@@ -147,3 +147,31 @@ def test_the_board_lock_file_holds_no_password(
         lock = (board / (STATE_IN_ROOT + ".lock")).read_text()
     assert PASSWORD not in lock
     assert f"--edge-history={SHOWN}" in json.loads(lock)["command"]
+
+
+def test_a_usage_error_naming_the_history_hides_its_password(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_x="def test_x(energy):\n    pass\n")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--edge-history={URL}", "--edge-baseline=base/",
+        "--edge-fail=energy_j:mean:5%", timeout=120,
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = result.stdout.str() + result.stderr.str()
+    assert f"--edge-history {SHOWN} and --edge-baseline base" in text
+    assert PASSWORD not in text
+
+
+def test_a_url_that_is_not_one_is_named_without_its_password(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_edgeenergy.cli import main
+
+    report = tmp_path / "r.json"
+    report.write_text("{}")
+    bad_port = f"postgresql://ci:{PASSWORD}@db.example:port/energy"
+    assert main(["history", "add", str(report), "--db", bad_port]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "edgeenergy: history database URL 'postgresql://ci:***@db.example:port/energy' is not "
+        "a URL: invalid literal for int() with base 10: 'port'\n"
+    )
