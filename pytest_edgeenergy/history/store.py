@@ -11,10 +11,9 @@ up to :data:`SQLITE_BUSY_TIMEOUT_S` for each other instead of failing.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -302,9 +301,10 @@ class HistoryStore:
         device: str | None = None,
     ) -> list[Series]:
         """Every series (device x operating point x test x metric) with its points in time
-        order. ``test`` is a test id, or an fnmatch pattern when it holds ``*`` or ``?``
-        (so that a test id's ``[params]`` never reads as a character class); ``device``
-        a device fingerprint. A point is a result with a value whose test was not invalid."""
+        order. ``test`` is a test id, or a pattern when it holds ``*`` or ``?``
+        (:func:`id_matcher`: brackets match themselves, as in every parametrized id);
+        ``device`` a device fingerprint. A point is a result with a value whose test was
+        not invalid."""
         r, runs = schema.results.c, schema.runs.c
         query = (
             sa.select(
@@ -338,10 +338,10 @@ class HistoryStore:
             if not wild:  # a test id, brackets and all
                 query = query.where(r.test_id == test)
             else:
-                head = test[: min(wild + [i for i, ch in enumerate(test) if ch == "["])]
+                head = test[: wild[0]]
                 if head:  # the literal head narrows the rows read, through the index
                     query = query.where(self._starts_with(r.test_id, head))
-                matcher = re.compile(fnmatch.translate(test)).match
+                matcher = id_matcher(test)
         out: list[Series] = []
         with self._begin(write=False) as conn:
             current: _Key | None = None
@@ -443,6 +443,15 @@ class HistoryStore:
 
 
 _Key = tuple[str, str, str, str, "str | None"]
+
+
+def id_matcher(pattern: str) -> Callable[[str], bool]:
+    """Whether a test id matches ``pattern``: ``*`` is any text, ``?`` one character, and
+    everything else itself. Not fnmatch: its ``[...]`` is a character class, and every
+    parametrized id holds brackets (``*test_x[*]`` would match no ``test_x[bs8]``)."""
+    parts = (".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern)
+    regex = re.compile("".join(parts), re.DOTALL)
+    return lambda test_id: regex.fullmatch(test_id) is not None
 
 
 def _report_document(run: Mapping[str, Any], tests: list[dict[str, Any]]) -> dict[str, Any]:

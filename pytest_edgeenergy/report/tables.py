@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import InvalidValue
+from ..words import visible
 
 Format = Literal["table", "markdown", "csv", "html"]
 FORMATS: tuple[Format, ...] = ("table", "markdown", "csv", "html")
@@ -140,10 +141,11 @@ def format_number(value: float) -> str:
 
 
 def cell_text(value: Any) -> str:
-    """How a cell reads in text formats."""
+    """How a cell reads in text formats (text with its invisible characters shown:
+    :func:`~pytest_edgeenergy.words.visible`)."""
     kind = type(value)
     if kind is str:
-        return value  # type: ignore[no-any-return]
+        return visible(value)
     if kind is float:
         return format_number(value)
     if kind is Ratio:
@@ -210,7 +212,7 @@ class _Column:
         """:func:`cell_text` of every cell."""
         kinds, values = self.kinds, self.values
         if kinds <= {str}:
-            return values
+            return list(map(visible, values))
         if kinds <= {float}:
             return list(map(format_number, values))
         if kinds <= {Ratio, _NONE}:
