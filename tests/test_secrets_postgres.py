@@ -6,7 +6,6 @@ authentication, so the passwords given are carried along and ignored."""
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import subprocess
@@ -18,7 +17,7 @@ import psycopg
 import pytest
 from pg_server import fresh_database, pg_server
 from psycopg import sql
-from search_helpers import toy_rows
+from search_helpers import write_toy_table
 
 from pytest_edgeenergy.cli import main
 from pytest_edgeenergy.report.synthetic import synthetic_report
@@ -160,13 +159,7 @@ def test_a_server_that_is_not_there_names_its_url_without_the_query_password(
 
 @pytest.fixture
 def table(tmp_path: Path) -> Path:
-    rows = toy_rows(cores=True)
-    path = tmp_path / "toy.csv"
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+    return write_toy_table(tmp_path / "toy.csv")
 
 
 def test_a_shared_study_records_and_prints_no_password(

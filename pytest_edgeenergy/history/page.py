@@ -418,7 +418,7 @@ def _svg(index: int, trend: Trend) -> str:
         ax.xaxis.set_major_locator(locator)
         concise = ConciseDateFormatter(locator, tz=timezone.utc)  # type: ignore[no-untyped-call]
         ax.xaxis.set_major_formatter(concise)
-        ax.set_ylabel(f"{s.metric} [{s.unit}]" if s.unit else s.metric)
+        ax.set_ylabel(visible(f"{s.metric} [{s.unit}]" if s.unit else s.metric))
         ax.grid(alpha=0.3)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
