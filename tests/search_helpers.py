@@ -8,9 +8,7 @@ found by brute force over the same table, never written down.
 
 from __future__ import annotations
 
-import csv
 import itertools
-from pathlib import Path
 from typing import Any
 
 from pytest_edgeenergy.search.objective import Objective
@@ -34,16 +32,6 @@ def toy_rows(*, cores: bool = False) -> list[dict[str, Any]]:
             row["cpu_cores"] = n
         rows.append(row)
     return rows
-
-
-def write_toy_table(path: Path) -> Path:
-    """:func:`toy_rows` with cores (48 points) as a CSV replay table at ``path``."""
-    rows = toy_rows(cores=True)
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
 
 
 def toy_table(*, cores: bool = False) -> ReplayTable:

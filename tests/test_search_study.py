@@ -4,6 +4,7 @@ SIGKILLed mid-trial, resume, and two concurrent pytest runs on virtual boards.""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pg_server import fresh_database, pg_server
-from search_helpers import write_toy_table
+from search_helpers import toy_rows
 
 from pytest_edgeenergy.cli import main
 from pytest_edgeenergy.errors import InvalidValue
@@ -48,7 +49,13 @@ def pg_url(server: str) -> str:
 @pytest.fixture
 def table(tmp_path: Path) -> Path:
     """A 48-point replay table (GPU, CPU clocks and cores) with the project's columns."""
-    return write_toy_table(tmp_path / "toy.csv")
+    rows = toy_rows(cores=True)
+    path = tmp_path / "toy.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
 
 
 @pytest.fixture(params=["postgresql", "journal", "sqlite"])

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from pg_server import fresh_database, pg_server
 from psycopg import sql
-from search_helpers import write_toy_table
+from test_search_study import table  # noqa: F401  (the replay table fixture)
 
 from pytest_edgeenergy.cli import main
 from pytest_edgeenergy.report.synthetic import synthetic_report
@@ -157,13 +157,8 @@ def test_a_server_that_is_not_there_names_its_url_without_the_query_password(
     assert_no_secret(err, "the message")
 
 
-@pytest.fixture
-def table(tmp_path: Path) -> Path:
-    return write_toy_table(tmp_path / "toy.csv")
-
-
 def test_a_shared_study_records_and_prints_no_password(
-    url: str, table: Path, capsys: pytest.CaptureFixture[str]
+    url: str, table: Path, capsys: pytest.CaptureFixture[str]  # noqa: F811 (the fixture)
 ) -> None:
     argv = ["search", "--storage", url, "--study", "s", "--replay", str(table), "--trials", "3",
             "--strategy", "random", "--json"]  # fmt: skip
