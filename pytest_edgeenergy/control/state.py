@@ -58,6 +58,7 @@ from typing import Any, TextIO
 
 from ..handoff import HANDOFF_ENV as HANDOFF_ENV  # where sessions look for the token
 from ..handoff import new_token, take, token_digest
+from ..redact import redact_argv
 from ..safefs import (
     check_inside,
     open_nofollow,
@@ -196,8 +197,9 @@ _MAX_POLL_S = 0.5
 
 
 def _command_line() -> str:
-    """This process's command line as a user would type it (``pytest suites/ -x``)."""
-    argv = list(sys.argv) or ["?"]
+    """This process's command line as a user would type it (``pytest suites/ -x``), its
+    secrets hidden: the lock file is read by other users' sessions."""
+    argv = redact_argv(sys.argv) or ["?"]
     first = Path(argv[0])
     # `python -m pytest` leaves the package's __main__.py in argv[0].
     name = f"python -m {first.parent.name}" if first.name == "__main__.py" else first.name

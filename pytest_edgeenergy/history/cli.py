@@ -22,6 +22,7 @@ from pytest_edgeenergy.errors import EdgeEnergyError
 from pytest_edgeenergy.extras import require
 from pytest_edgeenergy.history.errors import HistoryError
 from pytest_edgeenergy.history.gate import DEFAULT_WINDOW
+from pytest_edgeenergy.history.page import DEFAULT_MAX_SERIES, DEFAULT_METRIC
 from pytest_edgeenergy.ranges import FloatRange, IntRange
 from pytest_edgeenergy.words import counted
 
@@ -31,11 +32,18 @@ if TYPE_CHECKING:
 WINDOW_RUNS = IntRange(1, 1000, "runs")
 """``gate --window``: how many earlier runs of the device the gate reads."""
 MIN_SIZE = IntRange(2, 1000, "runs")
+MAX_SERIES = IntRange(0, 1_000_000, "series")
+"""``html --max-series``: series drawn on the page (0: every one)."""
 ALPHA = FloatRange(0.0, 0.5, "", above_low=True)
 
 DB_HELP = (
     "the history database: a file path or sqlite:///PATH (SQLite), or postgresql://USER:"
     "PASSWORD@HOST/DB (PostgreSQL); default $EDGEENERGY_DB, else reports/energy.db"
+)
+
+TEST_HELP = (
+    "a test id, or a pattern with * (any text) and ? (one character); brackets match "
+    "themselves, as in every parametrized id: '*test_x[*]'"
 )
 
 
@@ -109,9 +117,7 @@ def _parser() -> argparse.ArgumentParser:
         "run, the size and the p-value (see the manual: how changes are found).",
     )
     changes.add_argument("--since", type=_date, metavar="DATE", help="runs from DATE (ISO)")
-    changes.add_argument(
-        "--test", metavar="PATTERN", help="a test id, or an fnmatch pattern (* and ?)"
-    )
+    changes.add_argument("--test", metavar="PATTERN", help=TEST_HELP)
     changes.add_argument("--metric", metavar="NAME", help="one metric (default: every one)")
     changes.add_argument("--branch", metavar="NAME", help="only runs recorded on this branch")
     changes.add_argument(
@@ -276,7 +282,9 @@ def _changes(args: argparse.Namespace) -> int:
         every = store.series(
             test=args.test, metric=args.metric, since=args.since, branch=args.branch
         )
-    for series in every:
+    _none_matched(args, len(every))
+    progress = ProgressLine()
+    for i, series in enumerate(every):
         points = series.points  # a series too short for a change gives none
         values = [p.value for p in points]
         for change in find_changes(values, min_size=args.min_size, alpha=args.alpha):
@@ -299,11 +307,36 @@ def _changes(args: argparse.Namespace) -> int:
                     "p_value": change.p_value,
                 }
             )
+        progress("finding changes", i + 1, len(every))
     if args.json:
         print(json.dumps({"series": len(every), "changes": found}, indent=2))
         return 0
     print(_changes_text(found, len(every)))
     return 0
+
+
+def _none_matched(args: argparse.Namespace, series: int) -> None:
+    """Say so when ``--test`` matched no series (a pattern read otherwise than meant would
+    print an empty result, silently)."""
+    if args.test is None or series:
+        return
+    from pytest_edgeenergy.ranges import shown
+
+    given = {k: getattr(args, k, None) for k in ("metric", "since", "branch")}
+    if args.command == "html" and given["metric"] == DEFAULT_METRIC:
+        del given["metric"]  # the page's default, not a filter the user gave
+    others = [f"--{k}" for k, v in given.items() if v]
+    hint = (
+        "* (any text) and ? (one character) are its only wildcards, brackets match themselves"
+        if any(ch in args.test for ch in "*?")
+        else "it is a whole test id (suites/test_x.py::test_y[params]) unless it holds * or ?,"
+        " e.g. '*test_y*'"
+    )
+    _say(
+        f"no series match --test {shown(args.test)}"
+        + (f" with {' and '.join(others)}" if others else "")
+        + f": {hint}"
+    )
 
 
 def _check_metric(store: HistoryStore, metric: str | None) -> None:
@@ -393,14 +426,23 @@ def _html_parser(sub: Any) -> None:
         metavar="NAME",
         help="the metric to plot (default energy_per_item; energy_j where a test has none)",
     )
-    page.add_argument("--test", metavar="PATTERN", help="a test id, or an fnmatch pattern")
+    page.add_argument("--test", metavar="PATTERN", help=TEST_HELP)
     page.add_argument("--since", type=_date, metavar="DATE", help="runs from DATE (ISO)")
     page.add_argument("--branch", metavar="NAME", help="only runs recorded on this branch")
+    page.add_argument(
+        "--max-series",
+        type=MAX_SERIES,
+        default=DEFAULT_MAX_SERIES,
+        metavar="N",
+        help=f"series drawn at most (default {DEFAULT_MAX_SERIES}): those with changes first, "
+        "the most recent regression first; the page says how many were left out; 0 draws "
+        f"every one; {MAX_SERIES.describe()}",
+    )
     page.add_argument("--db", metavar="URL_OR_PATH", help=DB_HELP)
 
 
 def _html(args: argparse.Namespace) -> int:
-    from pytest_edgeenergy.history.page import DEFAULT_METRIC, fleet_page
+    from pytest_edgeenergy.history.page import fleet_page
     from pytest_edgeenergy.report.writer import atomic_write_text
 
     out: Path = args.out
@@ -420,8 +462,10 @@ def _html(args: argparse.Namespace) -> int:
         if args.metric != DEFAULT_METRIC:
             _check_metric(store, args.metric)
         page = fleet_page(
-            store, metric=args.metric, test=args.test, since=args.since, branch=args.branch
-        )
+            store, metric=args.metric, test=args.test, since=args.since, branch=args.branch,
+            max_series=args.max_series or None, progress=ProgressLine(),
+        )  # fmt: skip
+    _none_matched(args, page.found)
     try:
         atomic_write_text(out, [page.html])
     except OSError as e:
@@ -431,4 +475,36 @@ def _html(args: argparse.Namespace) -> int:
         f"wrote {out}: {page.series} series, {counted(page.changes, 'change')}, "
         f"{counted(page.boards, 'board')}"
     )
+    if page.left_out:
+        print(
+            f"{page.left_out} of {page.found} series left out (--max-series {args.max_series}: "
+            "those with changes first, the most recent regression first); narrow the page "
+            "with --test, --since or --branch, or draw more with --max-series N (0: every one)"
+        )
     return 0
+
+
+class ProgressLine:
+    """Progress of long work on stderr (``edgeenergy: drawing: 20 of 50 series``): in each
+    phase, the first line once ``delay_s`` have passed since its first step, then one every
+    ``every_s``, and its last step when it said anything; quick work says nothing."""
+
+    def __init__(self, delay_s: float = 2.0, every_s: float = 5.0) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self._delay_s = delay_s
+        self._every_s = every_s
+        self._phase = ""
+        self._next = 0.0
+        self._said = False
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        now = self._clock()
+        if what != self._phase:
+            self._phase, self._next, self._said = what, now + self._delay_s, False
+        if now < self._next and not (done == total and self._said):
+            return
+        self._next = now + self._every_s
+        self._said = True
+        print(f"edgeenergy: {what}: {done} of {total} series", file=sys.stderr, flush=True)

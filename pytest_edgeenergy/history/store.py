@@ -11,10 +11,9 @@ up to :data:`SQLITE_BUSY_TIMEOUT_S` for each other instead of failing.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +26,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from pytest_edgeenergy.extras import require
 from pytest_edgeenergy.history import schema
 from pytest_edgeenergy.history.errors import HistoryError, SchemaTooNew
+from pytest_edgeenergy.redact import (
+    hide_values,
+    redact_argv,
+    redact_text,
+    redact_value,
+    secret_name,
+)
 from pytest_edgeenergy.report.keys import op_key, test_name
 from pytest_edgeenergy.report.load import ReportError, _read_json, check_report
 from pytest_edgeenergy.report.model import device_label
@@ -88,37 +94,42 @@ def database_url(db: str | Path | None) -> sa.URL:
         return sa.URL.create("sqlite", database=text)
     try:
         url = sa.make_url(text)
-    except sa.exc.ArgumentError as e:
-        raise HistoryError(f"history database URL {_hidden(text)!r} is not a URL: {e}") from None
+    except (sa.exc.ArgumentError, ValueError) as e:  # ValueError: a port that is no number
+        raise HistoryError(
+            f"history database URL {redact_text(text)!r} is not a URL: {redact_text(str(e))}"
+        ) from None
     backend = url.get_backend_name()
     if backend == "sqlite" and url.get_driver_name() == "pysqlite":
         if not url.database or url.database == ":memory:":
             raise HistoryError(
-                f"history database {_hidden(text)!r} names no file: give sqlite:///PATH"
+                f"history database {redact_text(text)!r} names no file: give sqlite:///PATH"
             )
         return url
     if backend in ("postgresql", "postgres"):
         if url.drivername not in ("postgresql", "postgres", "postgresql+psycopg"):
             raise HistoryError(
-                f"history database URL {_hidden(text)!r}: only the psycopg driver is supported "
+                f"history database URL {redact_text(text)!r}: only the psycopg driver is supported "
                 "(postgresql:// or postgresql+psycopg://)"
             )
         return url.set(drivername="postgresql+psycopg")
-    raise HistoryError(f"history database {_hidden(text)!r} is not supported: give {_ALLOWED}")
-
-
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
-
-
-def _hidden(text: str) -> str:
-    return _PASSWORD.sub(r"\1***@", text)
+    raise HistoryError(f"history database {redact_text(text)!r} is not supported: give {_ALLOWED}")
 
 
 def display_name(url: sa.URL) -> str:
-    """How messages name the database: the file, or the URL without its password."""
+    """How messages and the page name the database: the file, or the URL without its
+    password (in the user part or the query: ``?password=``)."""
     if url.get_backend_name() == "sqlite":
         return str(url.database)
-    return url.render_as_string(hide_password=True)
+    return redact_text(url.render_as_string(hide_password=True))
+
+
+def _secrets(url: sa.URL) -> list[str]:
+    """The passwords ``url`` gives the driver (its own and a query's ``password=``)."""
+    found = [url.password] if url.password else []
+    for name, value in url.query.items():
+        if secret_name(name):
+            found += [value] if isinstance(value, str) else list(value)
+    return [str(v) for v in found if v]
 
 
 def open_store(db: str | Path | None = None) -> HistoryStore:
@@ -132,7 +143,7 @@ class HistoryStore:
     def __init__(self, url: sa.URL) -> None:
         self.url = url
         self.name = display_name(url)
-        self._password = url.password
+        self._secrets = _secrets(url)
         self.dialect = url.get_backend_name()
         if self.dialect == "sqlite":
             path = Path(str(url.database))
@@ -181,8 +192,7 @@ class HistoryStore:
 
     def _error(self, doing: str, e: sa.exc.DBAPIError) -> HistoryError:
         text = str(e.orig).strip().splitlines()[0] if str(e.orig).strip() else type(e).__name__
-        if self._password:
-            text = text.replace(self._password, "***")
+        text = hide_values(text, self._secrets)
         return HistoryError(f"{doing} the history database {self.name}: {text}")
 
     def _migrate(self) -> None:
@@ -293,9 +303,10 @@ class HistoryStore:
         device: str | None = None,
     ) -> list[Series]:
         """Every series (device x operating point x test x metric) with its points in time
-        order. ``test`` is a test id, or an fnmatch pattern when it holds ``*`` or ``?``
-        (so that a test id's ``[params]`` never reads as a character class); ``device``
-        a device fingerprint. A point is a result with a value whose test was not invalid."""
+        order. ``test`` is a test id, or a pattern when it holds ``*`` or ``?``
+        (:func:`id_matcher`: brackets match themselves, as in every parametrized id);
+        ``device`` a device fingerprint. A point is a result with a value whose test was
+        not invalid."""
         r, runs = schema.results.c, schema.runs.c
         query = (
             sa.select(
@@ -329,10 +340,10 @@ class HistoryStore:
             if not wild:  # a test id, brackets and all
                 query = query.where(r.test_id == test)
             else:
-                head = test[: min(wild + [i for i, ch in enumerate(test) if ch == "["])]
+                head = test[: wild[0]]
                 if head:  # the literal head narrows the rows read, through the index
                     query = query.where(self._starts_with(r.test_id, head))
-                matcher = re.compile(fnmatch.translate(test)).match
+                matcher = id_matcher(test)
         out: list[Series] = []
         with self._begin(write=False) as conn:
             current: _Key | None = None
@@ -436,6 +447,15 @@ class HistoryStore:
 _Key = tuple[str, str, str, str, "str | None"]
 
 
+def id_matcher(pattern: str) -> Callable[[str], bool]:
+    """Whether a test id matches ``pattern``: ``*`` is any text, ``?`` one character, and
+    everything else itself. Not fnmatch: its ``[...]`` is a character class, and every
+    parametrized id holds brackets (``*test_x[*]`` would match no ``test_x[bs8]``)."""
+    parts = (".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern)
+    regex = re.compile("".join(parts), re.DOTALL)
+    return lambda test_id: regex.fullmatch(test_id) is not None
+
+
 def _report_document(run: Mapping[str, Any], tests: list[dict[str, Any]]) -> dict[str, Any]:
     """A stored run as the report fields the gate reads."""
     finished = run["finished_at"]
@@ -529,6 +549,7 @@ def report_rows(
     git = report.get("git") or {}
     started = _parse_time(report["started_at"])
     finished = report.get("finished_at")
+    command_line = report.get("command_line")
     run = {
         "run_id": report["run_id"],
         "device": device["fingerprint"],
@@ -543,8 +564,9 @@ def report_rows(
         "git_commit": git.get("commit"),
         "branch": branch if branch is not None else git.get("branch"),
         "dirty": git.get("dirty"),
-        "command_line": report.get("command_line"),
-        "settings": report.get("settings"),
+        # hidden again: a report of another tool or an older version may hold a password
+        "command_line": redact_argv(command_line) if command_line is not None else None,
+        "settings": redact_value(report.get("settings")),
         "device_info": dict(device),
         "added_at": datetime.now(timezone.utc),
     }

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Literal
 
 import pytest
 
+from ..redact import redact_text
+
 if TYPE_CHECKING:
     from ..report.gate import GateVerdict
     from .options import GateSettings
@@ -48,8 +50,8 @@ def check_options(gate: GateSettings) -> None:
         )
     if gate.history is not None and gate.baseline is not None:
         raise pytest.UsageError(
-            f"--edge-history {gate.history} and --edge-baseline {gate.baseline}: the gate "
-            "judges against one of them; give one"
+            f"--edge-history {redact_text(gate.history)} and --edge-baseline {gate.baseline}: "
+            "the gate judges against one of them; give one"
         )
     if gate.history is None and (gate.history_add or gate.history_branch is not None):
         given = "--edge-history-add" if gate.history_add else "--edge-history-branch"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import InvalidValue
+from ..words import visible
 
 Format = Literal["table", "markdown", "csv", "html"]
 FORMATS: tuple[Format, ...] = ("table", "markdown", "csv", "html")
@@ -142,10 +143,11 @@ def format_number(value: float) -> str:
 
 
 def cell_text(value: Any) -> str:
-    """How a cell reads in text formats."""
+    """How a cell reads in text formats (text with its invisible characters shown:
+    :func:`~pytest_edgeenergy.words.visible`)."""
     kind = type(value)
     if kind is str:
-        return value  # type: ignore[no-any-return]
+        return visible(value)
     if kind is float:
         return format_number(value)
     if kind is Ratio:
@@ -234,7 +236,7 @@ class _Column:
         """:func:`cell_text` of every cell."""
         kinds, values = self.kinds, self.values
         if kinds <= {str}:
-            return values
+            return list(map(visible, values))
         if float in kinds and not self.exact:
             values = _without_dust(values)
         if kinds <= {float}:
