@@ -28,7 +28,7 @@ from pytest_edgeenergy.extras import require
 from pytest_edgeenergy.history import schema
 from pytest_edgeenergy.history.errors import HistoryError, SchemaTooNew
 from pytest_edgeenergy.report.keys import op_key, test_name
-from pytest_edgeenergy.report.load import ReportError, _read_json, check_report
+from pytest_edgeenergy.report.load import ReportError, check_report, read_json
 from pytest_edgeenergy.report.model import device_label
 
 DB_ENV = "EDGEENERGY_DB"
@@ -240,7 +240,7 @@ class HistoryStore:
         A report whose run did not finish is refused unless ``unfinished``: added now, its
         later results would never be (the run id is already there).
         """
-        doc = _read_json(Path(path))
+        doc = read_json(Path(path))
         written = doc.get("schema_version") if isinstance(doc, dict) else None
         report = check_report(doc, path)
         if report.get("finished_at") is None and not unfinished:
