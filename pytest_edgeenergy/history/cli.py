@@ -227,9 +227,10 @@ def _guarded(command: Any, args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace) -> HistoryStore:
+    """The history for a command that reads it: never created here (only ``add`` does)."""
     from pytest_edgeenergy.history.store import open_store
 
-    return open_store(args.db)
+    return open_store(args.db, create=False)
 
 
 def _gate(args: argparse.Namespace) -> int:

@@ -77,9 +77,10 @@ def _check_baseline(baseline: Path) -> None:
 
 
 def check_history(gate: GateSettings) -> None:
-    """Open the history database once before any test runs (created, or migrated forward,
-    when needed), so that a database that cannot be used stops the run at its start rather
-    than after it: :class:`pytest.UsageError` naming it and why."""
+    """Open the history database once before any test runs (migrated forward when needed;
+    created only for ``--edge-history-add``: a gate alone reads it), so that a database
+    that cannot be used stops the run at its start rather than after it:
+    :class:`pytest.UsageError` naming it and why."""
     if gate.history is None:
         return
     from ..errors import EdgeEnergyError
@@ -89,7 +90,7 @@ def check_history(gate: GateSettings) -> None:
         require("sqlalchemy", "history", "the energy history (--edge-history)")
         from ..history.store import open_store
 
-        with open_store(gate.history):
+        with open_store(gate.history, create=gate.history_add):
             pass
     except MissingExtra as e:
         raise pytest.UsageError(str(e)) from None
@@ -213,7 +214,7 @@ def _gate_history(
         lines.append(f"edgeenergy gate: this run's report cannot be read: {e}")
         return "failed"
     try:
-        with open_store(gate.history) as store:
+        with open_store(gate.history, create=gate.history_add) as store:
             verdict = history_verdict(
                 store,
                 report,
