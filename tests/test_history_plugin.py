@@ -127,7 +127,7 @@ def test_a_gate_against_a_missing_history_is_a_usage_error_and_creates_nothing(
         )
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(
-            [f"*--edge-history: *{db}*`edgeenergy history add --db {db} REPORT`*creates it*"]
+            [f"*--edge-history: *{db}*`edgeenergy history init --db {db}` creates it empty*"]
         )
         assert "test_work" not in result.stdout.str()  # nothing ran
     assert not (pytester.path / "typo").exists()

@@ -1,6 +1,7 @@
 """``edgeenergy history``: the energy history's commands: ``add`` reports, ``gate`` a report
 against the history of its device, list ``changes`` over every series, write the fleet
-page (``html``), ``export`` a run for Bencher or github-action-benchmark.
+page (``html``), ``export`` a run for Bencher or github-action-benchmark, ``init`` an empty
+history (only ``add`` and ``init`` create one).
 
 Exit codes as the rest of ``edgeenergy``: 0 done (a gate passed), 1 a gate failed, 2 bad
 input (a report that cannot be read, a database that cannot be opened, a bad expression),
@@ -23,6 +24,7 @@ from pytest_edgeenergy.extras import require
 from pytest_edgeenergy.history.errors import HistoryError
 from pytest_edgeenergy.history.gate import DEFAULT_WINDOW
 from pytest_edgeenergy.ranges import FloatRange, IntRange
+from pytest_edgeenergy.words import counted
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.history.store import HistoryStore
@@ -131,6 +133,15 @@ def _parser() -> argparse.ArgumentParser:
     changes.add_argument("--db", metavar="URL_OR_PATH", help=DB_HELP)
     _export_parser(sub)
     _html_parser(sub)
+    init = sub.add_parser(
+        "init",
+        help="create the history, empty, unless it is there (only add and init create one)",
+        description="Create the history database, empty (its file, its directory and its "
+        "tables), unless it is there, which changes nothing. What only reads the history "
+        "(gate, changes, html, export, pytest's --edge-history) never creates one: a CI job "
+        "whose first run has no history yet creates it here, explicitly.",
+    )
+    init.add_argument("--db", metavar="URL_OR_PATH", help=DB_HELP)
     return p
 
 
@@ -184,6 +195,8 @@ def history_main(argv: Sequence[str]) -> int:
         return _export(args)
     if args.command == "html":
         return _guarded(_html, args)
+    if args.command == "init":
+        return _guarded(_init, args)
     raise AssertionError(args.command)  # pragma: no cover - argparse allows no other
 
 
@@ -224,6 +237,18 @@ def _guarded(command: Any, args: argparse.Namespace) -> int:
     except (EdgeEnergyError, OSError) as e:
         _say(str(e))
         return 2
+
+
+def _init(args: argparse.Namespace) -> int:
+    from pytest_edgeenergy.history.store import open_store
+
+    with open_store(args.db, create=True) as store:
+        runs = len(store.run_ids())
+    if store.created:
+        print(f"created the history database {store.name} (empty)")
+    else:
+        print(f"the history database {store.name} is there already: {counted(runs, 'run')}")
+    return 0
 
 
 def _open(args: argparse.Namespace) -> HistoryStore:

@@ -149,6 +149,8 @@ class HistoryStore:
         self._password = url.password
         self.dialect = url.get_backend_name()
         self._create = create
+        self.created = False
+        """Whether opening made the history (its tables): a new database, or an empty one."""
         if self.dialect == "sqlite":
             path = Path(str(url.database))
             if _sqlite_file(path, self.name, create=create):
@@ -222,6 +224,7 @@ class HistoryStore:
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(7268016)"))
                 version = self._version(conn)  # again: another process may have migrated
                 if version is None:
+                    self.created = True
                     schema.version_table.create(conn)
                     conn.execute(schema.version_table.insert().values(version=0))
                     version = 0
@@ -483,8 +486,9 @@ def _series(key: _Key, points: list[SeriesPoint], label: str) -> Series:
 
 
 _CREATE_HINT = (
-    "a command that reads the history never creates one; `edgeenergy history add --db {db} "
-    "REPORT` (or pytest's --edge-history-add) creates it"
+    "a command that reads the history never creates one; `edgeenergy history init --db {db}` "
+    "creates it empty, `edgeenergy history add --db {db} REPORT` (or pytest's "
+    "--edge-history-add) with a run"
 )
 
 
