@@ -118,11 +118,16 @@ def check_board(text: str) -> str:
     return text
 
 
+def _ascii_digits(text: str) -> bool:
+    # str.isdigit also takes other scripts' digits (Arabic-Indic '٣') and superscripts
+    return text.isascii() and text.isdigit()
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     """``K/N`` as ``(K, N)``; :class:`~.errors.InvalidValue` naming the value and the
     allowed form unless whole numbers with ``1 <= K <= N <=`` :data:`MAX_SHARDS`."""
     k, slash, n = text.strip().partition("/")
-    if slash and k.strip().isdigit() and n.strip().isdigit():
+    if slash and _ascii_digits(k.strip()) and _ascii_digits(n.strip()):
         index, count = int(k), int(n)
         if 1 <= index <= count <= MAX_SHARDS:
             return index, count

@@ -207,3 +207,21 @@ def test_a_metric_the_history_does_not_hold_is_named_with_those_it_does(
         assert "--metric 'energy_per_itm'" in err
         assert "its metrics: edp, energy_j, energy_per_item" in err
     assert not (tmp_path / "p.html").exists()
+
+
+def test_init_creates_an_empty_history_once_and_a_gate_then_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "new" / "h.db"
+    new = write_run(tmp_path / "new.json", 1)
+    gate = ["history", "gate", str(new), "--fail", "energy_per_item:mean:5%", "--db", str(db)]
+    code, _, err = run_cli(capsys, *gate)
+    assert code == 2 and f"`edgeenergy history init --db {db}` creates it empty" in err
+    assert not db.parent.exists()
+    code, out, _ = run_cli(capsys, "history", "init", "--db", str(db))
+    assert code == 0 and out == f"created the history database {db} (empty)\n"
+    code, out, _ = run_cli(capsys, *gate)
+    assert code == 0 and "nothing to gate against yet" in out
+    assert run_cli(capsys, "history", "add", str(new), "--db", str(db))[0] == 0
+    code, out, _ = run_cli(capsys, "history", "init", "--db", str(db))
+    assert code == 0 and out == f"the history database {db} is there already: 1 run\n"

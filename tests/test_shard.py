@@ -253,9 +253,15 @@ def test_a_searched_tests_trials_stay_in_one_shard(pytester: pytest.Pytester) ->
             ("--edge-shard-durations=nowhere",),
             "--edge-shard-durations (command line): balances --edge-shard, which is not given",
         ),
+        (("--edge-shard=\u0663/\u0663",), "'\u0663/\u0663' is not a shard"),  # Arabic-Indic 3/3
+        (("--edge-shard=\u00b2/3",), "'\u00b2/3' is not a shard"),  # a superscript 2
         (
             ("--edge-shard=1/2", "--edge-shard-durations=nowhere"),
-            "'nowhere' is neither a report nor a directory of reports",
+            "'nowhere' does not exist; give a report or a directory of reports",
+        ),
+        (
+            ("--edge-shard=1/2", "--edge-shard-durations=/dev/zero"),
+            "'/dev/zero' is a character device; give a report or a directory of reports",
         ),
     ],
 )

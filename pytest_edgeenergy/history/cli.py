@@ -1,6 +1,7 @@
 """``edgeenergy history``: the energy history's commands: ``add`` reports, ``gate`` a report
 against the history of its device, list ``changes`` over every series, write the fleet
-page (``html``), ``export`` a run for Bencher or github-action-benchmark.
+page (``html``), ``export`` a run for Bencher or github-action-benchmark, ``init`` an empty
+history (only ``add`` and ``init`` create one).
 
 Exit codes as the rest of ``edgeenergy``: 0 done (a gate passed), 1 a gate failed, 2 bad
 input (a report that cannot be read, a database that cannot be opened, a bad expression),
@@ -138,6 +139,15 @@ def _parser() -> argparse.ArgumentParser:
     changes.add_argument("--db", metavar="URL_OR_PATH", help=DB_HELP)
     _export_parser(sub)
     _html_parser(sub)
+    init = sub.add_parser(
+        "init",
+        help="create the history, empty, unless it is there (only add and init create one)",
+        description="Create the history database, empty (its file, its directory and its "
+        "tables), unless it is there, which changes nothing. What only reads the history "
+        "(gate, changes, html, export, pytest's --edge-history) never creates one: a CI job "
+        "whose first run has no history yet creates it here, explicitly.",
+    )
+    init.add_argument("--db", metavar="URL_OR_PATH", help=DB_HELP)
     return p
 
 
@@ -191,6 +201,8 @@ def history_main(argv: Sequence[str]) -> int:
         return _export(args)
     if args.command == "html":
         return _guarded(_html, args)
+    if args.command == "init":
+        return _guarded(_init, args)
     raise AssertionError(args.command)  # pragma: no cover - argparse allows no other
 
 
@@ -237,10 +249,23 @@ def _guarded(command: Any, args: argparse.Namespace) -> int:
         return 2
 
 
-def _open(args: argparse.Namespace) -> HistoryStore:
+def _init(args: argparse.Namespace) -> int:
     from pytest_edgeenergy.history.store import open_store
 
-    return open_store(args.db)
+    with open_store(args.db, create=True) as store:
+        runs = len(store.run_ids())
+    if store.created:
+        print(f"created the history database {store.name} (empty)")
+    else:
+        print(f"the history database {store.name} is there already: {counted(runs, 'run')}")
+    return 0
+
+
+def _open(args: argparse.Namespace) -> HistoryStore:
+    """The history for a command that reads it: never created here (only ``add`` does)."""
+    from pytest_edgeenergy.history.store import open_store
+
+    return open_store(args.db, create=False)
 
 
 def _gate(args: argparse.Namespace) -> int:

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import stat
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,7 +28,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from pytest_edgeenergy.extras import require
 from pytest_edgeenergy.history import schema
-from pytest_edgeenergy.history.errors import HistoryError, SchemaTooNew
+from pytest_edgeenergy.history.errors import HistoryError, NoHistory, SchemaTooNew
+from pytest_edgeenergy.inputfiles import InputFileError, kind_of, stat_input
 from pytest_edgeenergy.redact import (
     hide_values,
     redact_argv,
@@ -34,7 +38,7 @@ from pytest_edgeenergy.redact import (
     secret_name,
 )
 from pytest_edgeenergy.report.keys import op_key, test_name
-from pytest_edgeenergy.report.load import ReportError, _read_json, check_report
+from pytest_edgeenergy.report.load import ReportError, check_report, read_json
 from pytest_edgeenergy.report.model import device_label
 
 DB_ENV = "EDGEENERGY_DB"
@@ -132,22 +136,43 @@ def _secrets(url: sa.URL) -> list[str]:
     return [str(v) for v in found if v]
 
 
-def open_store(db: str | Path | None = None) -> HistoryStore:
-    """Open (creating or migrating as needed) the history database ``db``."""
-    return HistoryStore(database_url(db))
+def open_store(db: str | Path | None = None, *, create: bool = True) -> HistoryStore:
+    """Open the history database ``db``, migrating it forward as needed.
+
+    ``create`` (what adds runs: ``history add``, ``--edge-history-add``) also makes a
+    database that is not there yet. Without it (what only reads the history) no file,
+    directory or schema is ever made: a database that is missing or holds no history is
+    a :class:`~.errors.NoHistory` naming it and how to create it."""
+    try:
+        return HistoryStore(database_url(db), create=create)
+    except NoHistory as e:
+        if db is None and not os.environ.get(DB_ENV):
+            raise NoHistory(
+                f"{e} (the default database; name another with --db or ${DB_ENV})"
+            ) from None
+        raise
 
 
 class HistoryStore:
     """A connection to the history database; a context manager that closes it."""
 
-    def __init__(self, url: sa.URL) -> None:
+    def __init__(self, url: sa.URL, *, create: bool = True) -> None:
         self.url = url
         self.name = display_name(url)
         self._secrets = _secrets(url)
         self.dialect = url.get_backend_name()
+        self._create = create
+        self.created = False
+        """Whether opening made the history (its tables): a new database, or an empty one."""
         if self.dialect == "sqlite":
             path = Path(str(url.database))
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if _sqlite_file(path, self.name, create=create):
+                path.parent.mkdir(parents=True, exist_ok=True)
+            else:  # only an existing file: sqlite makes a missing one on connect
+                url = url.set(
+                    database=f"file:{urllib.parse.quote(os.path.abspath(path))}",
+                    query={**url.query, "mode": "rw", "uri": "true"},
+                )
             self.engine = sa.create_engine(
                 url,
                 connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S},
@@ -199,6 +224,11 @@ class HistoryStore:
         """Bring the database to :data:`schema.SCHEMA_VERSION`; a read when it is there."""
         with self._begin(write=False) as conn:
             version = self._version(conn)
+        if version is None and not self._create:
+            raise NoHistory(
+                f"the database {self.name} holds no energy history (no schema_version "
+                f"table): {_CREATE_HINT.format(db=_quoted(self))}"
+            )
         if version != schema.SCHEMA_VERSION:
             with self._begin(write=True) as conn:
                 if self.dialect == "postgresql":
@@ -206,6 +236,7 @@ class HistoryStore:
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(7268016)"))
                 version = self._version(conn)  # again: another process may have migrated
                 if version is None:
+                    self.created = True
                     schema.version_table.create(conn)
                     conn.execute(schema.version_table.insert().values(version=0))
                     version = 0
@@ -252,7 +283,7 @@ class HistoryStore:
         A report whose run did not finish is refused unless ``unfinished``: added now, its
         later results would never be (the run id is already there).
         """
-        doc = _read_json(Path(path))
+        doc = read_json(Path(path))
         written = doc.get("schema_version") if isinstance(doc, dict) else None
         report = check_report(doc, path)
         if report.get("finished_at") is None and not unfinished:
@@ -474,6 +505,40 @@ def _report_document(run: Mapping[str, Any], tests: list[dict[str, Any]]) -> dic
 def _series(key: _Key, points: list[SeriesPoint], label: str) -> Series:
     device, point, test, metric, unit = key
     return Series(device, point, test, metric, unit, tuple(points), label)
+
+
+_CREATE_HINT = (
+    "a command that reads the history never creates one; `edgeenergy history init --db {db}` "
+    "creates it empty, `edgeenergy history add --db {db} REPORT` (or pytest's "
+    "--edge-history-add) with a run"
+)
+
+
+def _quoted(store: HistoryStore) -> str:
+    return shlex.quote(store.name) if store.dialect == "sqlite" else "URL"
+
+
+def _sqlite_file(path: Path, name: str, *, create: bool) -> bool:
+    """Whether the SQLite database at ``path`` is still to be made (only when ``create``):
+    an existing one must be a regular file; a missing one, for a reader, is a
+    :class:`NoHistory` and a loop of links or a path through a file a :class:`HistoryError`."""
+    try:
+        found = stat_input(path)
+    except InputFileError as e:
+        raise HistoryError(f"history database {e}") from None
+    if found is None:
+        if create:
+            return True
+        hint = _CREATE_HINT.format(db=shlex.quote(name))
+        raise NoHistory(f"no history database {name}: no such file; {hint}")
+    if not stat.S_ISREG(found.st_mode):
+        raise HistoryError(
+            f"history database {name}: is {kind_of(found.st_mode)}, not a database file"
+        )
+    if found.st_size == 0 and not create:
+        hint = _CREATE_HINT.format(db=shlex.quote(name))
+        raise NoHistory(f"history database {name}: is empty (0 bytes), no history yet; {hint}")
+    return False
 
 
 class _Transaction:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..board.types import TotalMethod
+from ..inputfiles import InputFileError, bounded_lines
 from ..words import counted
 from .tegrastats_parse import parse_line, total_rail_of
 
@@ -229,6 +230,11 @@ def format_table(result: LogEnergy, source: str) -> str:
     return "\n".join(lines)
 
 
+MAX_LINE_BYTES = 64 * 1024
+"""The longest line of a log read (tegrastats writes a few hundred bytes a line): a file
+without line ends is refused at this size rather than held whole."""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="edgeenergy tegrastats-energy",
@@ -260,13 +266,12 @@ def tegrastats_energy_main(argv: list[str]) -> int:
         return 2
     path = Path(args.logfile)
     try:
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            result = integrate_log(
-                fh, interval_s=interval_ms / 1e3 if interval_ms is not None else None
-            )
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        print(f"{prog}: cannot read LOGFILE {str(path)!r}: {reason}", file=sys.stderr)
+        result = integrate_log(
+            bounded_lines(path, MAX_LINE_BYTES, "a tegrastats log file"),
+            interval_s=interval_ms / 1e3 if interval_ms is not None else None,
+        )
+    except InputFileError as exc:
+        print(f"{prog}: LOGFILE {exc}", file=sys.stderr)
         return 2
     except ValueError as exc:
         print(f"{prog}: {path}: {exc}", file=sys.stderr)

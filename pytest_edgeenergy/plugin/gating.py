@@ -38,8 +38,8 @@ def _expr_problem(text: str) -> str | None:
 def check_options(gate: GateSettings) -> None:
     """Raise :class:`pytest.UsageError` for a gate that cannot work: an expression that does
     not parse or names a metric no result can carry (with a did-you-mean), a baseline file
-    that does not exist, a baseline directory to save into that is a file, lies below a
-    file or cannot be written."""
+    that does not exist or a baseline that is no file nor directory, a baseline directory
+    to save into that is a file, lies below a file or cannot be written."""
     for text in gate.fail:
         problem = _expr_problem(text)
         if problem is not None:
@@ -57,8 +57,8 @@ def check_options(gate: GateSettings) -> None:
         given = "--edge-history-add" if gate.history_add else "--edge-history-branch"
         raise pytest.UsageError(f"{given} needs the history database: --edge-history=DB")
     baseline = gate.baseline
-    if baseline is not None and baseline.suffix == ".json" and not baseline.exists():
-        raise pytest.UsageError(f"--edge-baseline {baseline}: baseline file does not exist")
+    if baseline is not None:
+        _check_baseline(baseline)
     target = gate.save_baseline
     if target is not None and target.exists() and not target.is_dir():
         raise pytest.UsageError(f"--edge-save-baseline {target}: not a directory")
@@ -67,10 +67,25 @@ def check_options(gate: GateSettings) -> None:
         raise pytest.UsageError(f"--edge-save-baseline {target}: {problem}")
 
 
+def _check_baseline(baseline: Path) -> None:
+    """A baseline file that does not exist, or a baseline that is neither a file nor a
+    directory (a pipe, a device, a loop of links): a usage error before any test runs."""
+    from ..report.baselines import baseline_kind
+    from ..report.load import ReportError
+
+    try:
+        kind = baseline_kind(baseline)
+    except ReportError as e:
+        raise pytest.UsageError(f"--edge-baseline {e}") from None
+    if kind is None and baseline.suffix == ".json":
+        raise pytest.UsageError(f"--edge-baseline {baseline}: baseline file does not exist")
+
+
 def check_history(gate: GateSettings) -> None:
-    """Open the history database once before any test runs (created, or migrated forward,
-    when needed), so that a database that cannot be used stops the run at its start rather
-    than after it: :class:`pytest.UsageError` naming it and why."""
+    """Open the history database once before any test runs (migrated forward when needed;
+    created only for ``--edge-history-add``: a gate alone reads it), so that a database
+    that cannot be used stops the run at its start rather than after it:
+    :class:`pytest.UsageError` naming it and why."""
     if gate.history is None:
         return
     from ..errors import EdgeEnergyError
@@ -80,7 +95,7 @@ def check_history(gate: GateSettings) -> None:
         require("sqlalchemy", "history", "the energy history (--edge-history)")
         from ..history.store import open_store
 
-        with open_store(gate.history):
+        with open_store(gate.history, create=gate.history_add):
             pass
     except MissingExtra as e:
         raise pytest.UsageError(str(e)) from None
@@ -242,7 +257,7 @@ def _gate_history(
         lines.append(f"edgeenergy gate: this run's report cannot be read: {e}")
         return "failed"
     try:
-        with open_store(gate.history) as store:
+        with open_store(gate.history, create=gate.history_add) as store:
             verdict = history_verdict(
                 store,
                 report,

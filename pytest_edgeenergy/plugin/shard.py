@@ -16,6 +16,7 @@ the report records ``shard: {index, count, tests, balanced_by}``.
 
 from __future__ import annotations
 
+import stat
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from typing import Any, Literal
 import pytest
 
 from ..errors import InvalidValue
+from ..inputfiles import InputFileError, kind_of, stat_input
 from ..options_spec import OPTIONS, parse_shard
 from ..ranges import shown
 from ..words import counted
@@ -120,13 +122,18 @@ def _read_durations(v: Value) -> dict[str, float]:
     from ..report.load import ReportError, load_report
 
     path = Path(v.text)
-    if path.is_dir():
+    try:
+        found = stat_input(path)
+    except InputFileError as e:
+        raise SettingsError(f"{v.origin}: {e}; give a report or a directory of reports") from None
+    if found is not None and stat.S_ISDIR(found.st_mode):
         files = sorted(p for p in path.glob("*.json") if p.is_file())
-    elif path.is_file():
+    elif found is not None and stat.S_ISREG(found.st_mode):
         files = [path]
     else:
+        what = "does not exist" if found is None else f"is {kind_of(found.st_mode)}"
         raise SettingsError(
-            f"{v.origin}: {shown(v.text)} is neither a report nor a directory of reports"
+            f"{v.origin}: {shown(v.text)} {what}; give a report or a directory of reports"
         )
     reports = []
     for f in files:

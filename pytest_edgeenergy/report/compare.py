@@ -1047,10 +1047,11 @@ def _compare_main(argv: Sequence[str] | None) -> int:
     if args.fail_insufficient and not exprs:
         return _error("--fail-insufficient makes a gate strict, but no gate is given (--fail)")
     fmt: Format = args.format
-    inputs = {p.resolve() for p in args.reports}
+    # realpath, not Path.resolve: a loop of links is the loader's to word, not a traceback
+    inputs = {os.path.realpath(p) for p in args.reports}
     if args.baseline is not None and args.baseline.is_file():
-        inputs.add(args.baseline.resolve())
-    if args.output is not None and args.output.resolve() in inputs:
+        inputs.add(os.path.realpath(args.baseline))
+    if args.output is not None and os.path.realpath(args.output) in inputs:
         return _error(f"--output {args.output} is one of the input reports; not overwritten")
     gate_metrics = expr_metrics(exprs) if exprs else None
     builder = _TableBuilder(markdown=fmt == "markdown", join=args.join)

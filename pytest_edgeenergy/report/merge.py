@@ -30,7 +30,7 @@ from ..errors import EdgeEnergyError
 from ..words import counted
 from .baselines import not_comparable, total_definition
 from .keys import JoinKey, join_key
-from .load import ReportError, check_report
+from .load import check_report, read_json
 from .model import device_slug
 
 __all__ = ["MergeError", "Merged", "board_label", "merge", "merge_reports", "model_key"]
@@ -72,14 +72,29 @@ class Merged:
     report: dict[str, Any]
 
 
+MODEL_FIELDS = ("model", "module", "soc", "simulated", "sim_model")
+"""The ``device`` fields that make two boards 'the same model' (software is checked apart)."""
+
+
 def model_key(device: Mapping[str, Any]) -> tuple[Any, ...]:
     """What makes two boards 'the same model' (their software is checked apart)."""
-    return (
-        device.get("model"),
-        device.get("module"),
-        device.get("soc"),
-        bool(device.get("simulated")),
-        device.get("sim_model"),
+    return tuple(
+        bool(device.get(f)) if f == "simulated" else device.get(f) for f in MODEL_FIELDS
+    )
+
+
+def _models_named(merged: Sequence[Merged]) -> str:
+    """The device models of ``merged`` in words; models of one name (``sim-orin-nano``
+    twice) with the fields they differ in and the first report of each."""
+    slugs = [m.slug for m in merged]
+    if len(set(slugs)) == len(slugs):
+        return ", ".join(slugs)
+    devices = [m.report["device"] for m in merged]
+    differ = [f for f in MODEL_FIELDS if len({repr(d.get(f)) for d in devices}) > 1]
+    return ", ".join(
+        f"{m.slug} ({', '.join(f'device.{f} {d.get(f)!r}' for f in differ)}, from "
+        f"{m.report['merged']['inputs'][0]['path']})"
+        for m, d in zip(merged, devices, strict=True)
     )
 
 
@@ -94,12 +109,7 @@ def board_label(report: Mapping[str, Any]) -> str:
 
 def read_input(path: Path | str) -> Input:
     """Read and validate one report; :class:`.load.ReportError` names the file."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise ReportError(path, f"cannot be read ({getattr(e, 'strerror', None) or e})") from None
-    except ValueError as e:
-        raise ReportError(path, f"is not JSON ({e})") from None
+    doc = read_json(Path(path))  # the loader of compare, history and ab, before migration
     version = doc.get("schema_version") if isinstance(doc, dict) else None
     report = check_report(doc, path)
     return Input(str(path), report, version if isinstance(version, int) else 0)
@@ -308,8 +318,7 @@ def _targets(merged: Sequence[Merged], out: Path) -> list[Path]:
         if len(merged) > 1:
             raise MergeError(
                 f"-o {out}: the reports hold {len(merged)} device models "
-                f"({', '.join(m.slug for m in merged)}); give -o DIR to write one merged "
-                "report per model"
+                f"({_models_named(merged)}); give -o DIR to write one merged report per model"
             )
         return [out]
     if out.exists() and not out.is_dir():
