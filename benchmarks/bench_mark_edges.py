@@ -32,7 +32,8 @@ from typing import Any
 
 import pytest
 
-from pytest_edgeenergy.run.command import CommandPlan, measure_command
+from pytest_edgeenergy.run.command import measure_command
+from pytest_edgeenergy.run.command_runs import CommandPlan
 from pytest_edgeenergy.run.session import EnergySession
 
 WINDOWS = 50

@@ -22,7 +22,7 @@ from .run.target import BoardTarget, parse_board
 
 if TYPE_CHECKING:
     from .control.operating_point import OperatingPoint
-    from .run.command import CommandOutcome, CommandPlan, CommandRun, PointRuns
+    from .run.command_runs import CommandOutcome, CommandPlan, CommandRun, PointRuns
     from .run.session import EnergySession
 
 __all__ = ["USAGE", "main", "mark_helper_main"]
@@ -61,9 +61,9 @@ def parser() -> argparse.ArgumentParser:
     )
     where = p.add_mutually_exclusive_group()
     add_arguments(where, ["board", "root"])
-    p.add_argument("--runs", type=_typed(RUNS), default=1, metavar="N",
+    p.add_argument("--runs", type=RUNS, default=1, metavar="N",
                    help=f"measured runs (default 1); {RUNS.describe()}")  # fmt: skip
-    p.add_argument("--warmup", type=_typed(WARMUP), default=0, metavar="K",
+    p.add_argument("--warmup", type=WARMUP, default=0, metavar="K",
                    help=f"unmeasured runs first (default 0); {WARMUP.describe()}")  # fmt: skip
     p.add_argument(
         "--label",
@@ -72,7 +72,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--items",
-        type=_typed(ITEMS),
+        type=ITEMS,
         metavar="N",
         help="work done by one run (frames, tokens, ...), for energy per item and throughput",
     )
@@ -85,7 +85,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--stop-grace-s",
-        type=_typed(STOP_GRACE_S),
+        type=STOP_GRACE_S,
         default=5.0,
         metavar="S",
         help="after Ctrl-C or SIGTERM, how long the command's process group has to exit on "
@@ -98,18 +98,6 @@ def parser() -> argparse.ArgumentParser:
     add_arguments(p.add_argument_group("operating point (pinned for every run)"), PIN_KEYS)
     add_arguments(p.add_argument_group("pinning"), list(CONTROL_OPTIONS))
     return p
-
-
-def _typed(rng: IntRange | FloatRange) -> Any:
-    from .errors import InvalidValue
-
-    def read(text: str) -> object:
-        try:
-            return rng.parse(text)
-        except InvalidValue as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-
-    return read
 
 
 def main(argv: list[str]) -> int:
@@ -135,7 +123,8 @@ def _target(args: argparse.Namespace) -> BoardTarget:
 
 
 def _plan(args: argparse.Namespace, command: list[str]) -> CommandPlan:
-    from .run.command import CommandPlan, check_command
+    from .run.command import check_command
+    from .run.command_runs import CommandPlan
 
     check_command(command)
     label = args.label if args.label is not None else Path(command[0]).name
@@ -153,8 +142,9 @@ def _plan(args: argparse.Namespace, command: list[str]) -> CommandPlan:
 
 
 def _measure(args: argparse.Namespace, command: list[str], argv: list[str]) -> int:
-    from .run.command import measure_command, sigterm_raises
+    from .run.command import measure_command
     from .run.session import EnergySession
+    from .safefs import sigterm_raises
 
     plan = _plan(args, command)
     target = _target(args)
@@ -182,7 +172,7 @@ def _measure(args: argparse.Namespace, command: list[str], argv: list[str]) -> i
                 session, plan, points, on_run=lambda p, r: _say(_run_line(plan, p, r))
             )
     except KeyboardInterrupt as e:  # outside the runs (opening the board, idle power)
-        from .run.command import Terminated
+        from .safefs import Terminated
 
         how = "SIGTERM" if isinstance(e, Terminated) else "SIGINT"
         _say(f"edgeenergy: stopped ({how}) outside the runs; the board is restored")

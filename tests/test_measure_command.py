@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 from old_pythons import old_python
+from test_cli_measure import run_cli
+from test_run_session import knob_bytes
 
-from pytest_edgeenergy.cli import main
-from pytest_edgeenergy.control.knobset import KnobSet, knobs_at
+from pytest_edgeenergy.control.knobset import knobs_at
 from pytest_edgeenergy.report.load import load_report
 from pytest_edgeenergy.sim.runner import LOAD_OVERRIDE, SimProcess
 from pytest_edgeenergy.sim.tree import create
@@ -29,20 +30,6 @@ CONSOLE_SCRIPT = Path(sys.executable).parent / "edgeenergy"
 PY = sys.executable
 QUICK = ["--idle-s", "0.2"]
 """A short idle baseline: the net figures exist, the tests stay short."""
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse errors
-        code = exc.code if isinstance(exc.code, int) else 2
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def knob_bytes(knobs: KnobSet) -> dict[str, bytes]:
-    """Every knob file's content except live values (the EMC rate) the simulator moves."""
-    return {knobs.rel(p): p.read_bytes() for p in knobs.files if p not in knobs.volatile_files}
 
 
 def entries(report: Path) -> dict[str, dict[str, Any]]:

@@ -8,7 +8,8 @@ session: ``start_new_session``) with its output passed through, or into one file
 itself (:mod:`.marks`) are made after its exit from the sampler's readings between its own
 stamps (:meth:`~pytest_edgeenergy.meters.meter.Meter.window_between`).
 
-Ctrl-C (KeyboardInterrupt) and SIGTERM (:class:`Terminated`, see :func:`sigterm_raises`)
+Ctrl-C (KeyboardInterrupt) and SIGTERM (:class:`~pytest_edgeenergy.safefs.Terminated`,
+raised by :func:`~pytest_edgeenergy.safefs.sigterm_raises` around the session)
 stop the command's whole group: the same signal first, SIGKILL after ``stop_grace_s`` or a
 second signal. The runs completed before are kept (the interrupted one is listed, never
 counted), the point's entries go to the report, and the session restores the board.
@@ -22,18 +23,11 @@ import math
 import os
 import signal
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
-from types import FrameType
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from .command_runs import (
-    DEFAULT_STOP_GRACE_S,
-    CommandOutcome,
-    CommandPlan,
-    CommandRun,
-    MarkedWindow,
-    PointRuns,
-)
+from ..safefs import Terminated
+from .command_runs import CommandOutcome, CommandPlan, CommandRun, MarkedWindow, PointRuns
 from .errors import CommandNotStarted
 from .mark_channel import MAX_LINES, MarkChannel
 from .marks import MARK_ENV, MarkBook
@@ -45,36 +39,7 @@ if TYPE_CHECKING:
     from ..meters.sampler import Counters
     from .session import EnergySession
 
-__all__ = [
-    "DEFAULT_STOP_GRACE_S",
-    "CommandOutcome",
-    "CommandPlan",
-    "CommandRun",
-    "MarkedWindow",
-    "PointRuns",
-    "Terminated",
-    "measure_command",
-    "sigterm_raises",
-]
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where it lands so that a measured command is stopped and the board
-    restored as after Ctrl-C."""
-
-
-@contextlib.contextmanager
-def sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` in the main thread while the body runs."""
-
-    def raise_terminated(signum: int, frame: FrameType | None) -> None:
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+__all__ = ["check_command", "measure_command"]
 
 
 def check_command(argv: Sequence[str]) -> None:

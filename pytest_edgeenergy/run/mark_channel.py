@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Generic, TypeVar
 
 from .marks import MAX_LINE_BYTES
@@ -107,12 +106,7 @@ class MarkChannel(Generic[C]):
         self.open()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- the reader thread ------------------------------------------------------------------
