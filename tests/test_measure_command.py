@@ -463,6 +463,7 @@ def test_a_signal_mid_run_stops_the_group_restores_the_board_and_keeps_completed
     assert entry["extra"]["command"]["interrupted"] == (
         f"{name} during run 2 of 3; 1 completed run kept"
     )
+    assert entry["extra"]["operating_point"]["drift"] == []  # restored by the signal: no drift
     assert json.loads(report.read_text())["finished_at"] is not None
 
 

@@ -96,7 +96,8 @@ def measure_command(
             except KeyboardInterrupt as e:
                 outcome.interrupted = "SIGTERM" if isinstance(e, Terminated) else "SIGINT"
             finally:
-                _drift(session, runs)
+                if outcome.interrupted is None:  # else the signal may have restored it already
+                    _drift(session, runs)
                 outcome.record_keys += add_point_records(session, plan, runs, outcome.interrupted)
             if outcome.interrupted is not None:
                 break
