@@ -1,7 +1,8 @@
 """The ``edgeenergy`` command: virtual boards, board inspection, measuring, logs, reports.
 
-Exit codes: 0 success, 1 a gate failed (``compare --fail``, ``ab``), 2 bad input or a board that
-cannot be used (the message names the thing and what is allowed; never a traceback).
+Exit codes: 0 success, 1 a gate failed (``compare --fail``, ``ab``) or a measured command
+failed (``measure -- CMD``), 2 bad input or a board that cannot be used (the message names the
+thing and what is allowed; never a traceback).
 Every number has an allowed range (:mod:`.ranges`), checked by argparse.
 """
 
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 from .errors import EdgeEnergyError
 from .extras import missing_extra
+from .measure_command import USAGE as MEASURE_COMMAND_USAGE
 from .options_spec import SIM_MODELS, add_arguments
 from .ranges import FloatRange
 from .run.target import parse_board
@@ -76,7 +78,13 @@ def _parser() -> argparse.ArgumentParser:
     _board_arguments(b)
     b.add_argument("--json", action="store_true", help="machine-readable output")
 
-    m = sub.add_parser("measure", help="measure energy for S seconds")
+    m = sub.add_parser(
+        "measure",
+        help="energy for S seconds, or of a command (-- CMD ARGS...)",
+        epilog="To measure a command: "
+        + MEASURE_COMMAND_USAGE
+        + " (its options: edgeenergy measure --help --)",
+    )
     _board_arguments(m)
     m.add_argument(
         "--seconds",
@@ -104,6 +112,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("search", help="search a replayed profile table (see its --help)")
     sub.add_parser("history", help="keep every run in a database (see its --help)")
     sub.add_parser("merge", help="merge shard reports of several boards (see its --help)")
+    sub.add_parser(
+        "mark-helper", help="print the helper a measured command marks windows with"
+    )
     return p
 
 
@@ -157,6 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in ("ab", "compare", "search", "history", "merge", "tegrastats-energy"):
             return _passthrough(argv[0], argv[1:])
+        if argv[:1] == ["mark-helper"] or (argv[:1] == ["measure"] and "--" in argv):
+            from . import measure_command
+
+            if argv[0] == "mark-helper":
+                return measure_command.mark_helper_main(argv[1:])
+            return measure_command.main(argv[1:])
         return _dispatch(_parser().parse_args(argv))
     except BrokenPipeError:  # output piped into `head`: not an error of ours
         sys.stderr.close()

@@ -1,5 +1,6 @@
 """Writes that stay where they belong: containment checks, no-follow opens, temp files that
-are cleaned up, and signals held while a write is in flight.
+are cleaned up, and signals held while a write is in flight (and SIGTERM raised as an
+interrupt, :func:`sigterm_raises`, so that cleanup runs as after Ctrl-C).
 
 A leaf module (imports nothing of ours but :mod:`.errors`) used by the control layer (knob
 files, lock, journal) and the report layer (report and its temp files). The tool runs as
@@ -111,6 +112,25 @@ def signals_held() -> Iterator[None]:
             _deferred.clear()
             for number in late:
                 signal.raise_signal(number)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where it lands (:func:`sigterm_raises`) so that a run cleans up as
+    after Ctrl-C."""
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in the main thread while the body runs."""
+
+    def raise_terminated(signum: int, frame: FrameType | None) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def take_pending_signal() -> int | None:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from pytest_edgeenergy.cli import _parser as cli_parser
 from pytest_edgeenergy.errors import InvalidValue
+from pytest_edgeenergy.measure_command import parser as measure_command_parser
 from pytest_edgeenergy.options_spec import (
     ALL_OPTIONS,
     CONTROL_OPTIONS,
@@ -52,6 +53,7 @@ SHARED = {
         "prior",
     ),
     "measure": ("interval_ms", "source"),
+    "measure -- CMD": ("interval_ms", "source", "idle_s", "power_mode", "gpu_freq", "settle_s"),
 }
 """The options each ``edgeenergy`` command shares with pytest (the issue's list)."""
 
@@ -66,6 +68,7 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
         "compare": compare_parser(),
         "search": search_parser(),
         "measure": _subparser("measure"),
+        "measure -- CMD": measure_command_parser(),
     }
 
 

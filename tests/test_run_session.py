@@ -174,6 +174,22 @@ def test_same_label_twice_gets_numbered_entries(board: Path, tmp_path: Path) -> 
     assert compare_main([str(tmp_path / "r.json"), str(tmp_path / "r.json")]) == 0
 
 
+def test_one_label_at_two_operating_points_is_two_entries_of_one_window_each(
+    board: Path, tmp_path: Path
+) -> None:
+    with EnergySession(board, report=tmp_path / "r.json", idle_s=0) as s:
+        for freq in ("min", "max"):
+            with s.pinned(gpu_freq=freq), s.window("step"):
+                pass
+    tests = json.loads((tmp_path / "r.json").read_text())["tests"]
+    assert [t["id"] for t in tests] == ["step", "step"]
+    assert [t["params"]["operating_point"]["requested"]["as"] for t in tests] == [
+        {"gpu_freq_hz": "min"},
+        {"gpu_freq_hz": "max"},
+    ]
+    assert [len(t["metrics"]["duration_s"]["samples"]) for t in tests] == [1, 1]
+
+
 def test_errors_are_typed_and_name_what_is_allowed(board: Path, tmp_path: Path) -> None:
     with pytest.raises(InvalidValue, match=r"sim:nope.*allowed: sim:nano"):
         EnergySession("sim:nope")

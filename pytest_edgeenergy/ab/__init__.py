@@ -21,12 +21,9 @@ Modules: :mod:`.pytest_args` (what ab reads from and refuses in the pytest argum
 from __future__ import annotations
 
 from ..errors import EdgeEnergyError
+from ..safefs import Terminated as Terminated  # SIGTERM as an interrupt: cleanup as Ctrl-C
 
 
 class AbError(EdgeEnergyError):
     """Bad input for ``edgeenergy ab`` (exit 2): the message names the thing and what is
     allowed."""
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where it lands so that the run cleans up as after Ctrl-C."""

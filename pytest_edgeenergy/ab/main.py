@@ -13,14 +13,12 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..bench.settings import REPEATS
@@ -36,7 +34,7 @@ from ..report.gate import (
 )
 from ..report.load import load_report, require_tests
 from ..report.model import device_label
-from ..safefs import signals_held
+from ..safefs import signals_held, sigterm_raises
 from ..words import counted
 from . import AbError, Terminated
 from .board import open_board
@@ -197,18 +195,6 @@ def _max_rounds(args: argparse.Namespace) -> int:
 # -- live ------------------------------------------------------------------------------
 
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    def raise_terminated(signum: int, frame: FrameType | None) -> None:
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _out_dir(given: Path | None) -> Path:
     if given is None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -232,7 +218,7 @@ def _live(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
     pytest_args = read_pytest_args(pytest_argv or [], os.environ)
     stack = ExitStack()
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_raises():
             scratch = new_scratch(stack)
             cwd = Path.cwd()
             head = args.head if args.head is not None else "."

@@ -13,6 +13,7 @@ from ..errors import EdgeEnergyError
 
 __all__ = [
     "BoardSetupError",
+    "CommandNotStarted",
     "NoPowerMonitor",
     "PinRefused",
     "PointError",
@@ -67,6 +68,10 @@ class TrialSkipped(EdgeEnergyError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason)
+
+
+class CommandNotStarted(EdgeEnergyError, OSError):
+    """A command to measure could not be started (no such program, not executable)."""
 
 
 class SessionClosed(EdgeEnergyError, RuntimeError):

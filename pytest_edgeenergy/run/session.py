@@ -39,7 +39,7 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -108,7 +108,8 @@ class EnergySession:
     is said (``announce``: a front end that labels its output itself says no), and how an
     existing report file is allowed to be replaced (``overwrite_hint``), and the board lock's
     hand-off token the front end took for this session (``handoff``; None: the one this
-    process was given, if any, see :mod:`pytest_edgeenergy.handoff`).
+    process was given, if any, see :mod:`pytest_edgeenergy.handoff`), and the command line
+    the report's header records (``command_line``; None: this process's ``sys.argv``).
     """
 
     def __init__(
@@ -135,6 +136,7 @@ class EnergySession:
         announce: bool = True,
         overwrite_hint: str = "pass report_overwrite=True",
         handoff: str | None = None,
+        command_line: Sequence[str] | None = None,
     ) -> None:
         self.target: BoardTarget = parse_board(board)
         if not (isinstance(idle_s, (int, float)) and math.isfinite(idle_s) and idle_s >= 0):
@@ -162,6 +164,7 @@ class EnergySession:
         self._announce = announce
         self._overwrite_hint = overwrite_hint
         self._handoff = handoff
+        self._command_line = list(command_line) if command_line is not None else None
         self.root: Path | None = None
         self.board: Board | None = None
         self.knobs: KnobSet | None = None
@@ -307,6 +310,7 @@ class EnergySession:
             reports_dir=self.reports_dir,
             overwrite=self.report_overwrite,
             overwrite_hint=self._overwrite_hint,
+            command_line=self._command_line,
         )
         self.report_path = self._writer.path
 
@@ -550,6 +554,19 @@ class EnergySession:
             rec = self.tests[record_id] = TestEnergy(record_id)
         return rec
 
+    def add_record(self, rec: TestEnergy, point_id: str | None = None) -> str:
+        """Keep ``rec``, a new record of entry ``rec.nodeid`` measured at operating point
+        ``point_id``, and return its key in :attr:`tests` (for :meth:`finish_test`): its id,
+        or ``ID @POINT`` when the id is taken (the same label at another point is an entry
+        of its own; the report tells them apart by their operating points)."""
+        key = rec.nodeid
+        n = 1
+        while key in self.tests:
+            n += 1
+            key = f"{rec.nodeid} @{point_id or 'dvfs'}" + (f" ({n})" if n > 2 else "")
+        self.tests[key] = rec
+        return key
+
     def begin(self, record_id: str, label: str) -> OpenWindow:
         """Open an energy window attributed to record ``record_id``; ``.end()`` closes it
         and adds its result (and frequency residency) to the record."""
@@ -589,8 +606,9 @@ class EnergySession:
 
         self._require_open()
         point = self._point if self._point != DVFS else None  # dvfs: nothing pinned
-        record_id = self._entry_id(label, point.id if point is not None else DVFS.id)
-        rec = self.record(record_id)
+        point_id = point.id if point is not None else DVFS.id
+        rec = TestEnergy(self._entry_id(label, point_id))
+        record_id = self.add_record(rec, point_id)
         info: dict[str, Any] | None = None
         if point is not None and self._point_result is not None and self.knobs is not None:
             info = rec.operating_point = pinned_info(point, self._point_result, self.knobs)
