@@ -98,6 +98,38 @@ def test_durations_balance_and_missing_ones_count_the_mean() -> None:
     assert unit_weights({"x": ["x"]}, None) == ({"x": 1.0}, "count")
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    weights=st.dictionaries(keys, st.floats(0.0, 1e6, allow_nan=False), min_size=1, max_size=40),
+    missing=st.sets(keys, max_size=10),
+    count=st.integers(1, 6),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_shards_by_durations_do_not_depend_on_the_collection_order(
+    weights: dict[str, float], missing: set[str], count: int, seed: int
+) -> None:
+    """Tests the durations lack count the mean of the others whatever order the tests come
+    in, to the last bit: every board computes the same parts."""
+    items = sorted(set(weights) | missing)
+    shuffled = items[:]
+    random.Random(seed).shuffle(shuffled)
+    known = Durations.of({k: w for k, w in weights.items() if k not in missing})
+    for k in range(1, count + 1):
+        request = ShardRequest(k, count, known)
+        assert select(items, lambda t: t[:1], request) == select(shuffled, lambda t: t[:1], request)
+
+
+def test_a_units_weight_is_exact_in_any_order() -> None:
+    """0.1 + 0.2 + 0.3 is 0.6000000000000001 in one order and 0.6 in the other: summed as
+    collected, the unit ``b`` would tie with ``a`` (0.6) on one board and not on another."""
+    durations = Durations.of({"b1": 0.1, "b2": 0.2, "b3": 0.3, "a": 0.6})
+    parts = [
+        select(order, lambda t: t[:1], ShardRequest(1, 2, durations)).kept
+        for order in (["b1", "b2", "b3", "a"], ["b3", "b2", "b1", "a"])
+    ]
+    assert parts == [{"a"}, {"a"}]  # a tie: the smaller key goes first
+
+
 def test_durations_of_takes_the_median_of_each_test() -> None:
     reports: list[dict[str, Any]] = [
         {"tests": [{"id": "t", "duration_s": 1.0}, {"id": "u", "duration_s": None}]},
