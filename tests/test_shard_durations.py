@@ -120,6 +120,7 @@ OTHER_RUNNER = """<?xml version="1.0" encoding="UTF-8"?>
         <skipped message="not today"/>
       </testcase>
       <testcase classname="proj.tests.unit.test_calc" name="test_no_time"/>
+      <testcase classname="proj.tests.unit.test_calc" name="test_blank_time" time=""/>
       <testcase classname="proj.tests.unit.test_calc.TestSlow" name="test_big" time="6.0">
         <system-out><![CDATA[<testcase name="not one" time="99"/>]]></system-out>
       </testcase>
@@ -151,6 +152,16 @@ def test_nested_testsuites_of_other_runners_are_read() -> None:
 def _lay_out_durations(where: Path) -> Path:
     shutil.copy(DATA / ".test_durations", where / ".test_durations")
     return where / ".test_durations"
+
+
+def test_a_utf16_junit_file_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "junit.xml"
+    path.write_bytes(OTHER_RUNNER.replace('"UTF-8"', '"UTF-16"').encode("utf-16"))
+    assert [c.name for c in read_durations(path).cases] == [
+        "test_add[1]",
+        "test_skipped",
+        "test_big",
+    ]
 
 
 def test_pytest_splits_durations_file_is_read(tmp_path: Path) -> None:

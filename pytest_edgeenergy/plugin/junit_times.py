@@ -80,7 +80,7 @@ class _Reader:
                 raise JUnitError(
                     f"XML whose root is <{tag}>, not JUnit's <testsuites> or <testsuite>"
                 )
-        if tag != "testcase" or "name" not in attrs or "time" not in attrs:
+        if tag != "testcase" or "name" not in attrs or not attrs.get("time", "").strip():
             return  # a case without a name or a time says nothing about a test's duration
         name = attrs["name"]
         self.cases.append(

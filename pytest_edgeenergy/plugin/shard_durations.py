@@ -48,6 +48,7 @@ DIRECTORY_NAMES = ("*.json", "*.xml", ".test_durations")
 _CHUNK_BYTES = 64 * 1024
 _BLANK = b" \t\r\n"
 _UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 class DurationsError(EdgeEnergyError, ValueError):
@@ -140,7 +141,7 @@ def _read_file(path: Path) -> tuple[dict[str, list[float]], list[JUnitCase]]:
     with _opened(path) as (handle, limit):
         head = handle.read(_CHUNK_BYTES)
         start = head.removeprefix(_UTF8_BOM).lstrip(_BLANK)[:1]
-        if start == b"<":
+        if start == b"<" or head.startswith(_UTF16_BOMS):  # expat reads UTF-16 by its BOM
             try:
                 return {}, read_cases(_chunks(path, handle, head, limit))
             except JUnitError as e:
