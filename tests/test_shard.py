@@ -294,6 +294,11 @@ def test_a_searched_tests_trials_stay_in_one_shard(pytester: pytest.Pytester) ->
             "--edge-shard-durations (command line): 'nowhere' does not exist; give an energy "
             "report, pytest-split's .test_durations",
         ),
+        (
+            ("--edge-shard=1/2", "--edge-shard-durations=/dev/zero"),
+            "--edge-shard-durations (command line): '/dev/zero' is a character device; give an "
+            "energy report",
+        ),
     ],
 )
 def test_bad_values_are_usage_errors(

@@ -250,12 +250,17 @@ def test_a_bad_report_is_refused_in_the_report_loaders_words(tmp_path: Path) -> 
     assert str(info.value) == str(loader.value)
 
 
-def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
-    fifo = tmp_path / "junit.xml"
-    os.mkfifo(fifo)
-    with pytest.raises(DurationsError, match=r"junit\.xml: is not a regular file; give an energy"):
-        read_durations(fifo)
-    (tmp_path / "times.json").write_text("{}")
+def test_a_fifo_or_a_device_is_refused_without_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo("junit.xml")
+    with pytest.raises(DurationsError) as info:
+        read_durations(Path("junit.xml"))  # opening it would wait for a writer
+    assert str(info.value) == f"'junit.xml' is a pipe (FIFO); {ACCEPTED}"
+    with pytest.raises(DurationsError, match=r"^'/dev/zero' is a character device; give"):
+        read_durations(Path("/dev/zero"))  # it never ends
+    Path("times.json").write_text("{}")
     assert read_durations(tmp_path) == Durations({}, [])  # a directory passes its FIFO by
 
 
@@ -265,11 +270,12 @@ def test_a_file_over_the_size_limit_is_not_read(
     path = tmp_path / "junit.xml"
     path.write_text(OTHER_RUNNER)
     monkeypatch.setenv(MAX_REPORT_BYTES_ENV, "100")
-    with pytest.raises(
-        DurationsError,
-        match=f"bytes, over the 100 a file may have here .set {MAX_REPORT_BYTES_ENV}",
-    ):
+    with pytest.raises(DurationsError) as info:
         read_durations(path)
+    assert str(info.value) == (
+        f"{path}: is {path.stat().st_size} bytes, over the 100 bytes a durations file may "
+        f"have; not read (set {MAX_REPORT_BYTES_ENV} to read more); {ACCEPTED}"
+    )
 
 
 def test_a_missing_path_says_what_is_accepted(

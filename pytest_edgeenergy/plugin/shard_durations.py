@@ -119,14 +119,20 @@ def _report_samples(reports: Iterable[Mapping[str, Any]]) -> dict[str, list[floa
 def read_durations(path: Path) -> Durations:
     """The durations in ``path``: a file of an accepted kind, or a directory of them;
     :class:`DurationsError` names the file and what is accepted."""
-    if path.is_dir():
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise DurationsError(f"{shown(str(path))} does not exist; {ACCEPTED}") from None
+    except OSError as e:
+        raise _error(path, f"cannot be read: {e.strerror or e}") from None
+    if stat.S_ISDIR(mode):
         files = sorted(
             {p for pattern in DIRECTORY_NAMES for p in path.glob(pattern) if p.is_file()}
         )
-    elif path.exists():
+    elif stat.S_ISREG(mode):
         files = [path]
-    else:
-        raise DurationsError(f"{shown(str(path))} does not exist; {ACCEPTED}")
+    else:  # a FIFO would wait for a writer, a device never ends: refused before reading
+        raise DurationsError(f"{shown(str(path))} is {_kind(mode)}; {ACCEPTED}")
     by_id: dict[str, list[float]] = {}
     cases: list[JUnitCase] = []
     for f in files:
@@ -178,13 +184,13 @@ def _opened(path: Path) -> Iterator[tuple[BinaryIO, int]]:
         raise _error(path, f"cannot be read: {e.strerror or e}") from None
     with os.fdopen(fd, "rb", buffering=0) as handle:
         mode = os.fstat(fd)
-        if not stat.S_ISREG(mode.st_mode):
-            raise _error(path, "is not a regular file")
+        if not stat.S_ISREG(mode.st_mode):  # replaced since read_durations looked
+            raise _error(path, f"is {_kind(mode.st_mode)}, not a durations file")
         if mode.st_size > limit:
             raise _error(
                 path,
-                f"is {mode.st_size} bytes, over the {limit} a file may have here (set "
-                f"{MAX_REPORT_BYTES_ENV} to read larger files)",
+                f"is {mode.st_size} bytes, over the {limit} bytes a durations file may "
+                f"have; not read (set {MAX_REPORT_BYTES_ENV} to read more)",
             )
         try:
             yield handle, limit
@@ -248,6 +254,18 @@ def _what(value: Any) -> str:
     if isinstance(value, str):
         return "a string"
     return json.dumps(value)  # a number, true, false or null
+
+
+def _kind(mode: int) -> str:
+    for is_kind, words in (
+        (stat.S_ISFIFO, "a pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if is_kind(mode):
+            return words
+    return "not a regular file"
 
 
 def _error(path: Path, problem: str) -> DurationsError:
