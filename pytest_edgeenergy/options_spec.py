@@ -351,10 +351,11 @@ OPTIONS: dict[str, Option] = {
         "--edge-shard-durations",
         "edge_shard_durations",
         "EDGEENERGY_SHARD_DURATIONS",
-        "balance {shard} by the tests' durations in this report or directory of reports "
-        "(a test it lacks counts the median duration)",
+        "balance {shard} by the tests' durations in this file or directory: energy reports, "
+        "pytest-split's .test_durations, JUnit XML (pytest --junitxml); a test they lack "
+        "counts the mean duration",
         None,
-        metavar="REPORT_OR_DIR",
+        metavar="FILE_OR_DIR",
         path=True,
     ),
 }

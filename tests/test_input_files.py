@@ -271,7 +271,7 @@ def test_a_file_over_its_limit_is_refused_naming_both_sizes(tmp_path: Path) -> N
     ("option", "said"),
     [
         ("--edge-only", "cannot be read: is {kind}, not a text file"),
-        ("--edge-shard-durations", "is {kind}; give a report or a directory of reports"),
+        ("--edge-shard-durations", "is {kind}; give an energy report, pytest-split's"),
     ],
 )
 @pytest.mark.parametrize("kind", ["a pipe (FIFO)", "a character device"])
