@@ -156,10 +156,10 @@ def worker_failures() -> Iterator[None]:
     cannot run there, failed when the worker died, hung or its workload raised."""
     try:
         yield
-    except WorkerUnavailable as e:
-        pytest.skip(str(e))
+    except WorkerUnavailable as e:  # `from None`: pytest then prints no chained exception
+        raise pytest.skip.Exception(str(e)) from None
     except WorkerFailed as e:
-        pytest.fail(str(e), pytrace=False)
+        raise pytest.fail.Exception(str(e), pytrace=False) from None
 
 
 def _positive_int(name: str, value: object, minimum: int) -> int:

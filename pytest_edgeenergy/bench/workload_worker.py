@@ -158,19 +158,31 @@ def build_zlib(spec):
     return Workload(call, facts={"bytes": size, "level": level, "compressed_bytes": compressed})
 
 
+def sleep_until(deadline):
+    """Sleep until ``time.monotonic()`` reaches ``deadline`` (the clock every process
+    shares)."""
+    left = deadline - time.monotonic()
+    while left > 0:
+        time.sleep(left)
+        left = deadline - time.monotonic()
+
+
 def build_sleep(spec):
-    """Sleep until ``seconds`` after the call began: work of a determined duration."""
+    """Sleep until ``seconds`` after the call began: work of a determined duration. With
+    ``aligned``, until the next multiple of ``seconds`` of the monotonic clock instead:
+    ``n`` calls back to back then last ``n`` periods (less the first call's phase), whatever
+    each call's wake-up delay, and the same in any process."""
     seconds = float(spec["seconds"])
-    perf, sleep = time.perf_counter, time.sleep
+    aligned = bool(spec.get("aligned"))
+    monotonic = time.monotonic
 
     def call():
-        deadline = perf() + seconds
-        left = seconds
-        while left > 0:
-            sleep(left)
-            left = deadline - perf()
+        if aligned:
+            sleep_until((int(monotonic() / seconds) + 1) * seconds)
+        else:
+            sleep_until(monotonic() + seconds)
 
-    return Workload(call, facts={"seconds": seconds})
+    return Workload(call, facts={"seconds": seconds, "aligned": aligned})
 
 
 def build_callable(spec):
@@ -742,6 +754,7 @@ class Worker:
                 )
             )
         self.close()
+        memory_reset = reset_peak()
         t0 = time.perf_counter()
         self.workload = builder(spec)
         return {
@@ -750,6 +763,7 @@ class Worker:
             "output": self.workload.output,
             "device": self.workload.device,
             "build_s": time.perf_counter() - t0,
+            "memory_peak_bytes": status_bytes("VmHWM") if memory_reset else None,
         }
 
     def built(self):
