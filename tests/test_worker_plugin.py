@@ -303,3 +303,25 @@ def test_the_same_work_in_process_and_in_a_worker_gives_the_same_energy(
     assert abs(mean) <= allowed, (diffs, allowed)
     energy = value("in0.energy_per_item")
     assert energy >= power_w * PERIOD_S * (CALLS - 1) / CALLS * 0.98  # 100 periods held
+
+
+def test_with_pytest_benchmark_a_worker_is_timed_as_one_round(pytester: pytest.Pytester) -> None:
+    """pytest-benchmark's rounds would be one round trip per call: its timer gets the whole
+    measured loop once, and its extra_info the energy figures, as under a scenario."""
+    pytest.importorskip("pytest_benchmark")
+    source = """
+def test_b(benchmark, edge_bench):
+    work = edge_bench.load_in_worker({"kind": "zlib", "bytes": 16384})
+    result = edge_bench.run(work, items_per_call=1)
+    assert len(result.repeats) == 2
+    assert benchmark.extra_info["energy_per_item_j"] > 0
+"""
+    pytester.makepyfile(test_inner=source)
+    saved = pytester.path / "bench.json"
+    result = pytester.runpytest_subprocess(
+        *BOARD, *SMALL, "--edge-items=50", f"--benchmark-json={saved}", timeout=240
+    )
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    (bench,) = json.loads(saved.read_text())["benchmarks"]
+    assert bench["stats"]["rounds"] == 1
+    assert bench["extra_info"]["energy_per_item_j"] > 0

@@ -116,3 +116,55 @@ def test_without_a_worker_that_harness_skips_naming_what_it_lacks(tmp_path: Path
     assert "1 skipped" in proc.stdout
     assert "the benchmark suites need torch (pip install torch)" in proc.stdout
     assert not report.exists()
+
+
+NO_TRANSFORMERS = """
+import sys
+
+
+class NoTransformers:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "transformers":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NoTransformers())
+"""
+"""A ``sitecustomize`` for the worker's interpreter: torch there, transformers not."""
+
+
+def test_a_module_the_worker_lacks_skips_naming_it(tmp_path: Path) -> None:
+    """Behind a prefix (``env PYTHONPATH=...`` standing in for an image without
+    transformers) the NLP suite's worker has torch but no transformers: one skip line names
+    the interpreter and the module."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(NO_TRANSFORMERS)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(SUITES / "test_nlp.py"),
+            "--edge-board=sim:orin-nano",
+            "--edge-quick",
+            "-k",
+            "bert_tiny-eager-fp32-cpu",
+            f"--edge-workload-prefix=env PYTHONPATH={site}",
+            f"--edge-workload-python={sys.executable}",
+            "-rs",
+            *QUIET_FLAGS,
+        ],
+        cwd=tmp_path,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "1 skipped" in proc.stdout
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("SKIPPED"))
+    assert f"workload worker {sys.executable} behind --edge-workload-prefix (env) (Python" in line
+    assert "bert_tiny needs transformers, which does not import there" in line
+    assert "No module named 'transformers'" in line

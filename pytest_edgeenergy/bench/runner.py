@@ -577,7 +577,7 @@ class EdgeBench:
         cuda = _cuda(device) and not in_worker
         self._meter()
         peak = self._peak
-        reset = peak.reset() and not in_worker
+        reset = not in_worker and peak.reset()
         torch = _torch() if cuda else None
         if torch is not None:
             torch.cuda.synchronize()
