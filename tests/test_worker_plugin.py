@@ -325,3 +325,22 @@ def test_b(benchmark, edge_bench):
     (bench,) = json.loads(saved.read_text())["benchmarks"]
     assert bench["stats"]["rounds"] == 1
     assert bench["extra_info"]["energy_per_item_j"] > 0
+
+
+def test_what_a_worker_runs_and_what_it_leaves_to_the_harness() -> None:
+    from pytest_edgeenergy.workloads.remote import remote_skip_reason
+
+    assert remote_skip_reason("resnet18", "eager", "fp32", "cpu") is None
+    assert remote_skip_reason("bert_tiny", "eager", "int8", "cpu") is None
+    assert remote_skip_reason("ssdlite320", "eager", "fp16", "cuda") is None
+    harness = "runs in the harness's process only; in a workload worker"
+    for mode in ("torchscript", "compile"):
+        assert f"{mode} {harness}" in str(remote_skip_reason("resnet18", mode, "fp32", "cpu"))
+    reason = remote_skip_reason("resnet18", "onnx", "fp32", "cpu", runtime="onnxruntime")
+    assert f"onnxruntime {harness}" in str(reason)
+    assert "fp16 runs on cuda only" in str(remote_skip_reason("resnet18", "eager", "fp16", "cpu"))
+    assert "training runs in fp32 only" in str(
+        remote_skip_reason("lstm_lm_train", "eager", "int8", "cpu")
+    )
+    quick = remote_skip_reason("bert_tiny", "eager", "int8", "cpu", quick=True)
+    assert str(quick).startswith("--edge-quick runs torch eager fp32 only in a workload worker")

@@ -70,14 +70,12 @@ def remote_skip_reason(
 ) -> str | None:
     """Why this combination does not run in a worker, whatever its interpreter (None: it
     may; what the interpreter lacks is :func:`check_in_worker`'s)."""
-    if runtime != TORCH:
+    harness_only = runtime if runtime != TORCH else None
+    if harness_only is None and graph_mode != WORKER_GRAPH_MODE:
+        harness_only = graph_mode
+    if harness_only is not None:
         return (
-            f"{runtime} runs in the harness's process only; in a workload worker "
-            f"({OUT_OF_PROCESS_OPTIONS}) the suites run torch eager"
-        )
-    if graph_mode != WORKER_GRAPH_MODE:
-        return (
-            f"{graph_mode} runs in the harness's process only; in a workload worker "
+            f"{harness_only} runs in the harness's process only; in a workload worker "
             f"({OUT_OF_PROCESS_OPTIONS}) the suites run torch eager"
         )
     reason = never_runs(workload, graph_mode, precision, device)
