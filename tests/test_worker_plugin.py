@@ -344,3 +344,18 @@ def test_what_a_worker_runs_and_what_it_leaves_to_the_harness() -> None:
     )
     quick = remote_skip_reason("bert_tiny", "eager", "int8", "cpu", quick=True)
     assert str(quick).startswith("--edge-quick runs torch eager fp32 only in a workload worker")
+
+
+def test_a_too_short_repeat_is_measured_again_in_the_worker(pytester: pytest.Pytester) -> None:
+    """No warm-up to calibrate from and one call per repeat: the repeat is too short for the
+    meter, so every repeat is measured again with more calls, as in process."""
+    source = """
+def test_short(edge_bench):
+    work = edge_bench.load_in_worker({"kind": "zlib", "bytes": 16384})
+    result = edge_bench.run(work, items_per_call=1, items=1, warmup=0)
+    assert result.extensions and result.calls_per_repeat > 1
+    assert result.valid and all(r.calls == result.calls_per_repeat for r in result.repeats)
+"""
+    pytester.makepyfile(test_inner=source)
+    result = pytester.runpytest_subprocess(*BOARD, *SMALL, timeout=240)
+    result.assert_outcomes(passed=1)
