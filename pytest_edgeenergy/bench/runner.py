@@ -258,12 +258,11 @@ class EdgeBench:
         with worker_failures():
             if self._worker is None or self._worker.closed:
                 self._worker = WorkerProcess(self.settings.placement)
-            if modules is not None:
-                try:
+            try:
+                if modules is not None:
                     self._worker.probe(modules)
-                finally:
-                    self._notes["workload_process"] = self._worker.describe()
-            self._notes["workload_process"] = self._worker.describe()
+            finally:  # a worker without torch still says where it ran
+                self._notes["workload_process"] = self._worker.describe()
         return self._worker
 
     def load_in_worker(
