@@ -121,7 +121,10 @@ def pytest_configure(config: pytest.Config) -> None:
         bench=bench,
         notify=lambda line: _say_now(config, line),
         reports_dir=config.rootpath / "reports",
-        report_settings=_report_settings(config),
+        report_settings={
+            **_report_settings(config),
+            **bench_options.placement_settings(bench.placement),
+        },
         handoff=handoff,
     )
     if search is not None:

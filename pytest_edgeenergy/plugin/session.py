@@ -340,6 +340,7 @@ class PluginSession:
             request, self, self.bench_settings, benchmark=self.watch_benchmark(request)
         )
         self._benches[nodeid] = bench
+        request.addfinalizer(bench.close)  # its workload worker ends with the test
         return bench
 
     def bench_results_of(self, nodeid: str) -> list[BenchResult]:
