@@ -22,12 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 from xml.parsers import expat
 
+from ..errors import EdgeEnergyError
+
 __all__ = ["JUnitCase", "JUnitError", "junit_address", "match_cases", "read_cases"]
 
 ROOTS = ("testsuites", "testsuite")
 
 
-class JUnitError(ValueError):
+class JUnitError(EdgeEnergyError, ValueError):
     """Why a text is not a usable JUnit XML file (the caller names the file)."""
 
 
