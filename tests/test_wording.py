@@ -29,6 +29,7 @@ from pytest_edgeenergy.report.tables import (
     render_html_table,
     render_markdown,
     render_text,
+    wrapped_notes,
 )
 
 DUST_J = -1.4e-14
@@ -140,6 +141,17 @@ def test_compare_notes_wrap_at_the_tables_width(
     said = " ".join(line.strip() for line in notes)
     assert f"#1 {paths[0]}: sim:agx-orin (simulated)" in said  # nothing lost in the wrapping
     assert notes[1].startswith("  ")  # a continuation is indented
+
+
+@pytest.mark.parametrize("width", range(20, 80))
+def test_a_device_label_and_a_count_stay_on_one_line_whatever_the_width(width: int) -> None:
+    """Where a note breaks depends on a path's length (a temporary directory's): the
+    device label ``sim:agx-orin (simulated)`` was split across lines at some lengths."""
+    note = "#1 /tmp/a/b/orin.json: sim:agx-orin (simulated), L4T 36.4.3, 8 tests"
+    lines = [line.strip() for line in wrapped_notes([note], width)]
+    assert not any(line.startswith("(simulated)") for line in lines), lines
+    assert not any(line.startswith("tests") for line in lines), lines
+    assert " ".join(lines) == note
 
 
 # -- plots -----------------------------------------------------------------------------------

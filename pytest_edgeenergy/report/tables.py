@@ -277,12 +277,14 @@ characters under a narrower table (the width :func:`shared_lines` wraps the head
 
 def wrapped_notes(notes: Sequence[str], width: int) -> list[str]:
     """Each note wrapped at spaces to ``width`` characters (a word longer than that stays
-    whole, a number with the word after it: ``2 tests``, ``4.27 J``), its continuation lines
-    indented two spaces more than the note."""
+    whole, a number with the word after it: ``2 tests``, ``4.27 J``, a device label:
+    ``sim:nano (simulated)``), its continuation lines indented two spaces more than the
+    note."""
     out: list[str] = []
     for note in notes:
         indent = note[: len(note) - len(note.lstrip(" "))] + "  "
         glued = _COUNT_SPACE.sub("\\1\N{NO-BREAK SPACE}", note)
+        glued = _LABEL_SPACE.sub("\N{NO-BREAK SPACE}", glued)
         lines = textwrap.wrap(
             glued, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
         )
@@ -292,6 +294,8 @@ def wrapped_notes(notes: Sequence[str], width: int) -> list[str]:
 
 _COUNT_SPACE = re.compile(r"(\d) (?=\w)")
 """The space between a number and the word it counts or its unit (kept on one line)."""
+_LABEL_SPACE = re.compile(r" (?=\(simulated\))")
+"""The space inside a device label (``sim:nano (simulated)``): a label stays on one line."""
 
 
 def render_text(table: Table, *, wrap_notes: bool = False) -> str:
