@@ -8,6 +8,7 @@ commit per run, added with `edgeenergy history add` as CI would.
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -177,6 +178,39 @@ def test_changes_finds_the_step_with_its_commits(
     assert code == 0
     assert f"{STEP_AT - 1:02d}abababab..{STEP_AT:02d}abababab" in out
     assert "2 changes in 2 series" in out
+
+
+@pytest.fixture
+def drift_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """48 runs whose energy drifts slowly (a sine of 24 runs, 6 %) under 2 % noise."""
+    db = tmp_path / "drift.db"
+    paths = [
+        str(write_run(tmp_path / f"d{i}.json", i, scale=1 + 0.06 * math.sin(2 * math.pi * i / 24)))
+        for i in range(48)
+    ]
+    code, _, err = run_cli(capsys, "history", "add", *paths, "--db", str(db))
+    assert code == 0, err
+    return db
+
+
+def test_changes_of_runs_that_drift_say_the_runs_look_autocorrelated(
+    drift_db: Path, step_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ("history", "changes", "--metric", "energy_per_item", "--db")
+    code, out, err = run_cli(capsys, *argv, str(drift_db), "--json")
+    assert code == 0, err
+    found = json.loads(out)["changes"]
+    assert found and all(c["autocorrelated"] and c["autocorrelation"] > 0 for c in found)
+    code, out, _ = run_cli(capsys, *argv, str(drift_db))
+    rows = [line for line in out.splitlines() if line.startswith("suites/")]
+    assert len(rows) == len(found) and all(row.endswith("~") for row in rows)
+    assert out.rstrip().splitlines()[-1].startswith("~ the series' runs look autocorrelated")
+    assert "may be a slow drift rather than a step" in out
+    # a step between independent runs: no mark, no note
+    code, out, _ = run_cli(capsys, *argv, str(step_db), "--json")
+    assert [c["autocorrelated"] for c in json.loads(out)["changes"]] == [False, False]
+    code, out, _ = run_cli(capsys, *argv, str(step_db))
+    assert "~" not in out and "autocorrelated" not in out
 
 
 def test_changes_filters_by_time_and_test(

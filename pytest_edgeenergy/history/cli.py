@@ -330,6 +330,8 @@ def _changes(args: argparse.Namespace) -> int:
                     "after": change.after,
                     "change_pct": 100.0 * change.rel_change,
                     "p_value": change.p_value,
+                    "autocorrelation": change.autocorrelation,
+                    "autocorrelated": change.autocorrelated,
                 }
             )
         progress("finding changes", i + 1, len(every))
@@ -380,7 +382,8 @@ def _check_metric(store: HistoryStore, metric: str | None) -> None:
 
 
 def _changes_text(found: Sequence[dict[str, Any]], series: int) -> str:
-    from pytest_edgeenergy.report.tables import Change, Table, fold_columns, render_text
+    from pytest_edgeenergy.history.changes import AUTOCORRELATED
+    from pytest_edgeenergy.report.tables import Change, Marked, Table, fold_columns, render_text
 
     table = Table(
         ["test", "metric", "device", "point", "from run", "commits", "before", "after",
@@ -393,7 +396,8 @@ def _changes_text(found: Sequence[dict[str, Any]], series: int) -> str:
             [c["test"], f"{c['metric']} [{c['unit']}]" if c["unit"] else c["metric"],
              c["device"], c["point"], c["started_at"][:19],
              f"{_short(before)}..{_short(after)}", c["before"], c["after"],
-             Change(c["change_pct"]), c["p_value"]]
+             Change(c["change_pct"]),
+             Marked(c["p_value"], "~") if c["autocorrelated"] else c["p_value"]]
         )  # fmt: skip
     if not found:
         return f"no change in {series} series"
@@ -402,6 +406,8 @@ def _changes_text(found: Sequence[dict[str, Any]], series: int) -> str:
         "commits: the last run before the change .. the first run after it"
     )
     shared = ["metric", "device", "point", "from run", "commits"]
+    if any(c["autocorrelated"] for c in found):
+        table.notes.append(f"~ {AUTOCORRELATED}")
     return render_text(fold_columns(table, shared))
 
 

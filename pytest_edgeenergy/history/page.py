@@ -366,6 +366,11 @@ def _figure(index: int, trend: Trend) -> str:
             f"({100.0 * c.rel_change:+.1f} %, p = {c.p_value:.3g})</li>"
         )
     changes = f"<ul>{''.join(items)}</ul>" if items else ""
+    if any(c.autocorrelated for c in trend.changes):
+        from pytest_edgeenergy.history.changes import AUTOCORRELATED
+
+        r = trend.changes[0].autocorrelation
+        changes += f'<p class="autocorrelated">Note: {_e(AUTOCORRELATED)} (r = {r:.2f}).</p>'
     return (
         f'<figure class="series" id="series-{index}" data-device="{_e(s.device)}" '
         f'data-suite="{_e(trend.suite)}" data-point="{_e(s.point)}" data-test="{_e(s.test)}" '
