@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from ._version import __version__
 from .errors import EdgeEnergyError
 from .extras import missing_extra
 from .options_spec import SIM_MODELS, add_arguments
