@@ -138,7 +138,7 @@ def _gate(report_path: Path, db: Path) -> None:
     import contextlib
     import io
 
-    from pytest_edgeenergy.history.cli import history_main
+    from pytest_edgeenergy.commands.history import history_main
 
     argv = ["gate", str(report_path), "--fail", "energy_per_item:mean:5%", "--db", str(db)]
     with contextlib.redirect_stdout(io.StringIO()):

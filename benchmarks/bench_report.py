@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_edgeenergy.report.compare import compare_main
+from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.report.synthetic import synthetic_report
 
 REPORTS = 50

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from pytest_edgeenergy.ab.main import ab_main
+from pytest_edgeenergy.commands.ab import ab_main
 from pytest_edgeenergy.control.errors import SessionBusy
 from pytest_edgeenergy.control.state import (
     HANDOFF_ENV,
@@ -113,7 +113,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def ab_command(*argv: str | Path) -> list[str]:
-    code = "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())"
+    code = "import sys; from pytest_edgeenergy.commands import main; sys.exit(main())"
     return [sys.executable, "-c", code, "ab", *map(str, argv)]
 
 

@@ -24,7 +24,7 @@ from test_gate_plugin import BENCH as GATE_BENCH
 from test_gate_plugin import WORKLOAD
 from test_paired_plugin import _report as round_report  # three repeats around a median
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.report.synthetic import synthetic_report
 
 MEDIAN_5 = "energy_per_item:median:5%"
@@ -70,7 +70,7 @@ SAME = _steady(1.0, [0.004, -0.003, 0.001])
 def _ab(tmp_path: Path, *argv: str | Path) -> subprocess.CompletedProcess[str]:
     summary = tmp_path / "summary.md"
     env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary)}
-    code = "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())"
+    code = "import sys; from pytest_edgeenergy.commands import main; sys.exit(main())"
     return subprocess.run(
         [sys.executable, "-c", code, "ab", *map(str, argv)],
         env=env,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.report.synthetic import synthetic_report
 
 START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)

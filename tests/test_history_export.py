@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pg_server import fresh_database, pg_server
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.history.export import measure_slug
 from pytest_edgeenergy.report.synthetic import synthetic_report
 

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 from pg_server import fresh_database, pg_server
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.history import open_store, schema
 from pytest_edgeenergy.history.errors import HistoryError, SchemaTooNew
 from pytest_edgeenergy.report.load import load_report

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_edgeenergy import EnergySession
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.history import open_store, schema
 from pytest_edgeenergy.history.errors import HistoryError, SchemaTooNew
 from pytest_edgeenergy.history.store import database_url, display_name

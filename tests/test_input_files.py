@@ -31,7 +31,7 @@ CHILD_TIMEOUT_S = 300
 
 RUNNER = """
 import contextlib, io, json, sys, traceback
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 results = []
 for argv in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()

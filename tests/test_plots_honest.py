@@ -14,7 +14,16 @@ from typing import Any
 import pytest
 
 from pytest_edgeenergy.board.types import Identity, RailMap
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
+from pytest_edgeenergy.present.plots import (
+    FIGURES,
+    NotDrawn,
+    energy_vs_batch_figure,
+    energy_vs_gpu_freq_figure,
+    heatmap_figure,
+    latency_power_vs_gpu_freq_figure,
+    render_all,
+)
 from pytest_edgeenergy.report.load import check_report, frame_from_rows, long_rows
 from pytest_edgeenergy.report.model import (
     build_device,
@@ -24,15 +33,6 @@ from pytest_edgeenergy.report.model import (
     build_result,
     build_validity,
     make_metric,
-)
-from pytest_edgeenergy.report.plots import (
-    FIGURES,
-    NotDrawn,
-    energy_vs_batch_figure,
-    energy_vs_gpu_freq_figure,
-    heatmap_figure,
-    latency_power_vs_gpu_freq_figure,
-    render_all,
 )
 from pytest_edgeenergy.report.synthetic import synthetic_report
 

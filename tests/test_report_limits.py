@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_edgeenergy.report.compare import compare_main
+from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.report.load import (
     MAX_REPORT_BYTES,
     MAX_REPORT_BYTES_ENV,
@@ -43,7 +43,7 @@ def _compare_in_subprocess(*argv: str) -> subprocess.CompletedProcess[str]:
     (a FIFO) runs into the timeout, which fails the test."""
     env = {k: v for k, v in os.environ.items() if k != MAX_REPORT_BYTES_ENV}
     return subprocess.run(
-        [sys.executable, "-m", "pytest_edgeenergy.report.compare", *argv],
+        [sys.executable, "-m", "pytest_edgeenergy.commands", "compare", *argv],
         capture_output=True,
         text=True,
         timeout=120,

@@ -11,8 +11,16 @@ from typing import Any
 import pytest
 from report_helpers import virtual_report
 
-from pytest_edgeenergy.plugin.summary import _fmt
-from pytest_edgeenergy.report.compare import compare_main
+from pytest_edgeenergy.commands.compare import compare_main
+from pytest_edgeenergy.present.plots import render_all
+from pytest_edgeenergy.present.summary import _fmt
+from pytest_edgeenergy.present.tables import (
+    Change,
+    Table,
+    render_html_table,
+    render_markdown,
+    render_text,
+)
 from pytest_edgeenergy.report.load import frame_from_rows, long_rows
 from pytest_edgeenergy.report.model import (
     build_operating_point,
@@ -21,15 +29,7 @@ from pytest_edgeenergy.report.model import (
     build_validity,
     make_metric,
 )
-from pytest_edgeenergy.report.plots import render_all
 from pytest_edgeenergy.report.synthetic import synthetic_report
-from pytest_edgeenergy.report.tables import (
-    Change,
-    Table,
-    render_html_table,
-    render_markdown,
-    render_text,
-)
 
 DUST_J = -1.4e-14
 
