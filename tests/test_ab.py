@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.commands.ab import ab_main
 from pytest_edgeenergy.control.errors import SessionBusy
@@ -38,7 +39,6 @@ from pytest_edgeenergy.control.state import (
 )
 from pytest_edgeenergy.handoff import give
 from pytest_edgeenergy.report.model import build_ab
-from pytest_edgeenergy.report.synthetic import synthetic_report
 from pytest_edgeenergy.sim.runner import SimProcess
 from pytest_edgeenergy.sim.tree import create
 

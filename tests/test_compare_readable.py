@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.board.detect import detect
 from pytest_edgeenergy.board.nvpmodel import parse_conf
@@ -47,7 +48,6 @@ from pytest_edgeenergy.present.verdict import WITHIN_SHOWN, render_verdict, verd
 from pytest_edgeenergy.report.keys import MODE_ROLES, op_label, params_key, split_params
 from pytest_edgeenergy.report.load import load_report
 from pytest_edgeenergy.report.model import make_metric
-from pytest_edgeenergy.report.synthetic import synthetic_report
 from pytest_edgeenergy.verdict.independent import evaluate
 
 tree = pytest.importorskip("pytest_edgeenergy.sim.tree", reason="virtual boards not available")

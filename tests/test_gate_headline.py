@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 from test_gate_plugin import BENCH as GATE_BENCH
 from test_gate_plugin import WORKLOAD
 from test_paired_plugin import _report as round_report  # three repeats around a median
 
 from pytest_edgeenergy.commands import main
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 MEDIAN_5 = "energy_per_item:median:5%"
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)

@@ -12,9 +12,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.commands import main
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 STEP_AT = 8

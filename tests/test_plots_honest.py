@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.board.types import Identity, RailMap
 from pytest_edgeenergy.commands import main
@@ -34,7 +35,6 @@ from pytest_edgeenergy.report.model import (
     build_validity,
     make_metric,
 )
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 Run = tuple[dict[str, Any], int, float]
 """(params besides workload/batch/operating point, batch size, energy per item J)."""

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.present.compare import Source, compare_table
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 FAIL = "energy_per_item:mean:5%"
 

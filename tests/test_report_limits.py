@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.report.load import (
@@ -27,7 +28,6 @@ from pytest_edgeenergy.report.load import (
     ReportError,
     load_report,
 )
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 MEMORY_LIMIT_BYTES = 768 * 2**20
 """Address space of the compare subprocess: room for Python and the report code, far less

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.present import compare
@@ -32,7 +33,6 @@ from pytest_edgeenergy.report.parallel import (
     shared_map,
     workers_for,
 )
-from pytest_edgeenergy.report.synthetic import synthetic_report
 from pytest_edgeenergy.verdict.expr import parse_expr
 from pytest_edgeenergy.verdict.view import expr_metrics
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.board.types import Identity, RailMap
 from pytest_edgeenergy.present.plots import (
@@ -37,7 +38,6 @@ from pytest_edgeenergy.report.model import (
     build_validity,
     make_metric,
 )
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 LOUDVA = Path(__file__).resolve().parent / "shared" / "data"

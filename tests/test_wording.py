@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from report_helpers import virtual_report
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.present.plots import render_all
@@ -29,7 +30,6 @@ from pytest_edgeenergy.report.model import (
     build_validity,
     make_metric,
 )
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 DUST_J = -1.4e-14
 
