@@ -362,8 +362,8 @@ def command(repeats: int) -> str:
 
     from bench_history_add import fill
 
+    from pytest_edgeenergy.commands.history import history_main
     from pytest_edgeenergy.history import open_store
-    from pytest_edgeenergy.history.cli import history_main
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "energy.db"

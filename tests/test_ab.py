@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.ab.main import ab_main
+from pytest_edgeenergy.commands.ab import ab_main
 from pytest_edgeenergy.control.errors import SessionBusy
 from pytest_edgeenergy.control.state import (
     HANDOFF_ENV,
@@ -38,7 +39,6 @@ from pytest_edgeenergy.control.state import (
 )
 from pytest_edgeenergy.handoff import give
 from pytest_edgeenergy.report.model import build_ab
-from pytest_edgeenergy.report.synthetic import synthetic_report
 from pytest_edgeenergy.sim.runner import SimProcess
 from pytest_edgeenergy.sim.tree import create
 
@@ -113,7 +113,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def ab_command(*argv: str | Path) -> list[str]:
-    code = "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())"
+    code = "import sys; from pytest_edgeenergy.commands import main; sys.exit(main())"
     return [sys.executable, "-c", code, "ab", *map(str, argv)]
 
 

@@ -186,7 +186,7 @@ def test_code_in_a_session_of_ab_cannot_run_a_session_inside_abs_lock(tmp_path: 
     (side / "test_nested.py").write_text(NESTED_TARGET, encoding="utf-8")
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEENERGY_")}
-    code = "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())"
+    code = "import sys; from pytest_edgeenergy.commands import main; sys.exit(main())"
     done = subprocess.run(
         [sys.executable, "-c", code, "ab", "--base", str(side), "--head", str(side),
          "--rounds", "2", "--max-rounds", "2", "--fail", "energy_per_item:mean:50%",

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from pytest_edgeenergy.ab import AbError
-from pytest_edgeenergy.ab.main import ab_main
 from pytest_edgeenergy.ab.pytest_args import (
     read_pytest_args,
     session_environment,
 )
+from pytest_edgeenergy.commands.ab import ab_main
 from pytest_edgeenergy.handoff import HANDOFF_ENV, give, new_token
 from pytest_edgeenergy.options_spec import (
     AB_REFUSED,

@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_edgeenergy import plugin
-from pytest_edgeenergy.cli import _parser
+from pytest_edgeenergy.commands import _parser
 from pytest_edgeenergy.plugin.bench_options import BENCH_OPTIONS
 from pytest_edgeenergy.plugin.options import (
     CONTROL_OPTIONS,

@@ -15,7 +15,7 @@ from pytest_edgeenergy.bench.result import (
 )
 from pytest_edgeenergy.control.operating_point import OperatingPoint
 from pytest_edgeenergy.meters.window import RailEnergy, TotalEnergy, WindowResult
-from pytest_edgeenergy.plugin.bench_summary import SUMMARY_HEADER, format_rows, summary_rows
+from pytest_edgeenergy.present.bench_summary import SUMMARY_HEADER, format_rows, summary_rows
 from pytest_edgeenergy.report.schema import report_schema
 
 

@@ -763,7 +763,7 @@ def test_pull_request_is_measured_beside_its_base(
     env = _step_env(workflow, _step(workflow, id="ab"), ctx)
     summary = pytester.path / "step-summary.md"
     summary.write_text("", encoding="utf-8")
-    code = "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())"
+    code = "import sys; from pytest_edgeenergy.commands import main; sys.exit(main())"
     done = subprocess.run(
         [sys.executable, "-c", code, "ab", *argv, f"--edge-board=sim:{BOARD}", *SMALL],
         cwd=pytester.path,

@@ -26,9 +26,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.board.detect import detect
 from pytest_edgeenergy.board.nvpmodel import parse_conf
+from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.control.grid import expand
 from pytest_edgeenergy.control.knobset import knob_set
 from pytest_edgeenergy.control.values import (
@@ -39,14 +41,14 @@ from pytest_edgeenergy.control.values import (
     mode_watts,
     resolve_power_mode,
 )
-from pytest_edgeenergy.report import compare
-from pytest_edgeenergy.report.compare import Source, compare_display, compare_main, digest
-from pytest_edgeenergy.report.gate import WITHIN_SHOWN, evaluate, render_verdict, verdict_table
+from pytest_edgeenergy.present import compare
+from pytest_edgeenergy.present.compare import Source, compare_display, digest
+from pytest_edgeenergy.present.tables import render_markdown
+from pytest_edgeenergy.present.verdict import WITHIN_SHOWN, render_verdict, verdict_table
 from pytest_edgeenergy.report.keys import MODE_ROLES, op_label, params_key, split_params
 from pytest_edgeenergy.report.load import load_report
 from pytest_edgeenergy.report.model import make_metric
-from pytest_edgeenergy.report.synthetic import synthetic_report
-from pytest_edgeenergy.report.tables import render_markdown
+from pytest_edgeenergy.verdict.independent import evaluate
 
 tree = pytest.importorskip("pytest_edgeenergy.sim.tree", reason="virtual boards not available")
 
@@ -431,8 +433,8 @@ def test_window_figures_get_their_own_table_and_csv_keeps_every_column(
 
 def test_markdown_of_one_report_rendered_ahead_equals_the_whole_table() -> None:
     report = load_report(DATA / "report_v1_energy_and_bench.json")
-    whole = compare._TableBuilder()
-    ahead = compare._TableBuilder(markdown=True)
+    whole = compare.TableBuilder()
+    ahead = compare.TableBuilder(markdown=True)
     whole.add("r.json", digest(report))
     ahead.add("r.json", digest(report))
     shown = ahead.display()

@@ -452,7 +452,7 @@ def test_every_plugin_option_is_in_the_options_reference(pytester: pytest.Pytest
 def test_every_edgeenergy_command_is_in_the_cli_reference(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from pytest_edgeenergy.cli import main
+    from pytest_edgeenergy.commands import main
 
     with pytest.raises(SystemExit) as done:
         main(["--help"])

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.report.compare import compare_main
+from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.report.model import Metric, make_metric
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 FAIL = "energy_per_item:mean:5%"
 T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)

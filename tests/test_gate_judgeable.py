@@ -29,15 +29,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
+from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.report.baselines import BaselineError, find_baselines
-from pytest_edgeenergy.report.compare import compare_main
-from pytest_edgeenergy.report.gate import evaluate
 from pytest_edgeenergy.report.load import STATS_REL_TOL, ReportError, load_report, sign_rule
 from pytest_edgeenergy.report.model import make_metric
 from pytest_edgeenergy.report.schema import SCHEMA_VERSION
-from pytest_edgeenergy.report.synthetic import synthetic_report
 from pytest_edgeenergy.sim.tree import create
+from pytest_edgeenergy.verdict.independent import evaluate
 
 FAIL = "energy_per_item:mean:5%"
 T0 = datetime(2025, 5, 1, tzinfo=timezone.utc)

@@ -13,9 +13,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.cli import main
-from pytest_edgeenergy.report.synthetic import synthetic_report
+from pytest_edgeenergy.commands import main
 
 START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 STEP_AT = 8

@@ -20,9 +20,9 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.cli import main
-from pytest_edgeenergy.report.synthetic import synthetic_report
+from pytest_edgeenergy.commands import main
 
 START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 RUNS = 16

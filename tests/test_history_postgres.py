@@ -13,12 +13,12 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 from pg_server import fresh_database, pg_server
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.history import open_store, schema
 from pytest_edgeenergy.history.errors import HistoryError, SchemaTooNew
 from pytest_edgeenergy.report.load import load_report
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 V1_REPORT = Path(__file__).parent / "data" / "report_v1_energy_and_bench.json"
 START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)

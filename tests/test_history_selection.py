@@ -12,11 +12,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
+from pytest_edgeenergy.commands.history import ProgressLine
 from pytest_edgeenergy.history import open_store
-from pytest_edgeenergy.history.cli import ProgressLine
-from pytest_edgeenergy.report.synthetic import synthetic_report
 from pytest_edgeenergy.words import counted, visible
 
 START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)

@@ -15,14 +15,14 @@ import pytest
 import sqlalchemy as sa
 from hypothesis import given
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy import EnergySession
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.history import open_store, schema
 from pytest_edgeenergy.history.errors import HistoryError, SchemaTooNew
 from pytest_edgeenergy.history.store import database_url, display_name
 from pytest_edgeenergy.report.load import ReportError, load_report
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 V1_REPORT = Path(__file__).parent / "data" / "report_v1_energy_and_bench.json"
 START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.inputfiles import InputFileError, _lines, bounded_lines, read_bounded
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 MEMORY_LIMIT_BYTES = 2 * 2**30
 """Address space of the child: room for the imports, far less than /dev/zero read whole."""
@@ -31,7 +31,7 @@ CHILD_TIMEOUT_S = 300
 
 RUNNER = """
 import contextlib, io, json, sys, traceback
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 results = []
 for argv in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()

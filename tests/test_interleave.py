@@ -529,7 +529,7 @@ def test_the_summary_table_shows_each_tasks_figures_and_the_scheduler() -> None:
     its scheduler, minibatches/s, p99, J per minibatch and per query, and its note."""
     from pytest_edgeenergy.bench.runner import EdgeBench
     from pytest_edgeenergy.bench.settings import QUICK
-    from pytest_edgeenergy.plugin.interleave_summary import INTERLEAVE_HEADER, interleave_rows
+    from pytest_edgeenergy.present.interleave_summary import INTERLEAVE_HEADER, interleave_rows
 
     def noted(stats: WindowStats) -> EdgeBench:
         bench = EdgeBench(None, "t::x", QUICK)  # type: ignore[arg-type]  # note needs no board

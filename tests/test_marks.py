@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from old_pythons import old_python
 
-from pytest_edgeenergy.measure_command import mark_helper_main
+from pytest_edgeenergy.commands.mark_helper import mark_helper_main
 from pytest_edgeenergy.run import mark_channel
 from pytest_edgeenergy.run.mark_channel import MarkChannel
 from pytest_edgeenergy.run.marks import (
@@ -241,7 +241,7 @@ def helper(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``edgeenergy mark-helper > edgeenergy_mark.py``, as a user copies it."""
     folder = tmp_path_factory.mktemp("helper")
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; from pytest_edgeenergy.cli import main; "
+        [sys.executable, "-c", "import sys; from pytest_edgeenergy.commands import main; "
          "sys.exit(main(['mark-helper']))"],
         capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_edgeenergy import EnergySession
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.report.load import load_report
 from pytest_edgeenergy.report.merge import MergeError, board_label, merge_reports, write_merged
 

@@ -18,9 +18,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_edgeenergy.cli import _parser as cli_parser
+from pytest_edgeenergy.commands import _parser as cli_parser
+from pytest_edgeenergy.commands.compare import _parser as compare_parser
+from pytest_edgeenergy.commands.measure import parser as measure_command_parser
+from pytest_edgeenergy.commands.search import _parser as search_parser
 from pytest_edgeenergy.errors import InvalidValue
-from pytest_edgeenergy.measure_command import parser as measure_command_parser
 from pytest_edgeenergy.options_spec import (
     ALL_OPTIONS,
     CONTROL_OPTIONS,
@@ -34,8 +36,6 @@ from pytest_edgeenergy.options_spec import (
     parse_board,
 )
 from pytest_edgeenergy.plugin import options as plugin_options
-from pytest_edgeenergy.report.compare import _parser as compare_parser
-from pytest_edgeenergy.search.cli import _parser as search_parser
 from pytest_edgeenergy.search.objective import OBJECTIVES
 
 REPO = Path(__file__).resolve().parent.parent

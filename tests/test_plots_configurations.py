@@ -10,6 +10,13 @@ from typing import Any
 import pytest
 from report_helpers import virtual_report
 
+from pytest_edgeenergy.present.plots import (
+    energy_vs_gpu_freq_figure,
+    heatmap_figure,
+    latency_power_vs_gpu_freq_figure,
+    pareto_figure,
+    pareto_front,
+)
 from pytest_edgeenergy.report.load import frame_from_rows, long_rows
 from pytest_edgeenergy.report.model import (
     build_operating_point,
@@ -17,13 +24,6 @@ from pytest_edgeenergy.report.model import (
     build_result,
     build_validity,
     make_metric,
-)
-from pytest_edgeenergy.report.plots import (
-    energy_vs_gpu_freq_figure,
-    heatmap_figure,
-    latency_power_vs_gpu_freq_figure,
-    pareto_figure,
-    pareto_front,
 )
 
 CPU_LOW, CPU_HIGH = 729_600_000, 1_510_400_000
@@ -165,6 +165,6 @@ def test_pareto_figure_draws_each_devices_front_through_its_non_dominated_points
 def test_the_other_knobs_of_a_point_leave_out_the_axes_only(
     op: str, axes: tuple[str, ...], others: str
 ) -> None:
-    from pytest_edgeenergy.report.plots import _other_knobs
+    from pytest_edgeenergy.present.plots import _other_knobs
 
     assert _other_knobs(op, *axes) == others

@@ -17,6 +17,7 @@ RUN_TIMEOUT_S = 180.0
 # session's class.
 INERT_MODULES = {
     "pytest_edgeenergy",
+    "pytest_edgeenergy._version",  # the version (a leaf: one constant)
     "pytest_edgeenergy.bench",
     "pytest_edgeenergy.bench.scenarios",  # the Scenario of the settings (stdlib only)
     "pytest_edgeenergy.bench.settings",

@@ -167,7 +167,7 @@ def test_a_usage_error_naming_the_history_hides_its_password(pytester: pytest.Py
 def test_a_url_that_is_not_one_is_named_without_its_password(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_edgeenergy.cli import main
+    from pytest_edgeenergy.commands import main
 
     report = tmp_path / "r.json"
     report.write_text("{}")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.report import load as load_module
 from pytest_edgeenergy.report.load import (
@@ -21,7 +22,6 @@ from pytest_edgeenergy.report.load import (
     version_notes,
 )
 from pytest_edgeenergy.report.schema import SCHEMA_VERSION
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 
 def _write(path: Path, doc: Any) -> Path:

@@ -11,20 +11,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.board.types import Identity, RailMap
-from pytest_edgeenergy.report.external import load_loudva_csv
-from pytest_edgeenergy.report.load import check_report, frame_from_rows, long_rows
-from pytest_edgeenergy.report.model import (
-    build_device,
-    build_header,
-    build_operating_point,
-    build_params,
-    build_result,
-    build_validity,
-    make_metric,
-)
-from pytest_edgeenergy.report.plots import (
+from pytest_edgeenergy.present.plots import (
     FIGURES,
     PlotNote,
     cross_device_figure,
@@ -37,7 +27,17 @@ from pytest_edgeenergy.report.plots import (
     plot_heatmap,
     render_all,
 )
-from pytest_edgeenergy.report.synthetic import synthetic_report
+from pytest_edgeenergy.report.external import load_loudva_csv
+from pytest_edgeenergy.report.load import check_report, frame_from_rows, long_rows
+from pytest_edgeenergy.report.model import (
+    build_device,
+    build_header,
+    build_operating_point,
+    build_params,
+    build_result,
+    build_validity,
+    make_metric,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 LOUDVA = Path(__file__).resolve().parent / "shared" / "data"

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_edgeenergy.report.tables import (
+from pytest_edgeenergy.present.tables import (
     DUST_FRACTION,
     EXACT_COLUMNS,
     MarkdownRows,

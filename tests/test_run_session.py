@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 
 from pytest_edgeenergy import EnergySession
+from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.control.errors import SessionBusy
 from pytest_edgeenergy.control.knobset import KnobSet, knobs_at
 from pytest_edgeenergy.errors import EdgeEnergyError, InvalidValue
-from pytest_edgeenergy.report.compare import compare_main
 from pytest_edgeenergy.run import PointError, SessionClosed, Unlocked, WrongThread
 from pytest_edgeenergy.run.session import LEFT_OPEN
 from pytest_edgeenergy.safefs import remove_stale_temps, temp_name

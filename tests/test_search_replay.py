@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.errors import EdgeEnergyError, InvalidValue
-from pytest_edgeenergy.report.synthetic import synthetic_report
 from pytest_edgeenergy.search.replay import PointFailed, ReplayOracle, read_replay
 
 

@@ -17,10 +17,10 @@ import psycopg
 import pytest
 from pg_server import fresh_database, pg_server
 from psycopg import sql
+from synthetic_reports import synthetic_report
 from test_search_study import table  # noqa: F401  (the replay table fixture)
 
-from pytest_edgeenergy.cli import main
-from pytest_edgeenergy.report.synthetic import synthetic_report
+from pytest_edgeenergy.commands import main
 
 USER_PASSWORD = "secret-pw"  # in the URL pg_server gives
 QUERY_PASSWORD = "q-secret-9"

@@ -10,9 +10,19 @@ from typing import Any
 
 import pytest
 from report_helpers import virtual_report
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.plugin.summary import _fmt
-from pytest_edgeenergy.report.compare import compare_main
+from pytest_edgeenergy.commands.compare import compare_main
+from pytest_edgeenergy.present.plots import render_all
+from pytest_edgeenergy.present.summary import _fmt
+from pytest_edgeenergy.present.tables import (
+    Change,
+    Table,
+    render_html_table,
+    render_markdown,
+    render_text,
+    wrapped_notes,
+)
 from pytest_edgeenergy.report.load import frame_from_rows, long_rows
 from pytest_edgeenergy.report.model import (
     build_operating_point,
@@ -20,16 +30,6 @@ from pytest_edgeenergy.report.model import (
     build_result,
     build_validity,
     make_metric,
-)
-from pytest_edgeenergy.report.plots import render_all
-from pytest_edgeenergy.report.synthetic import synthetic_report
-from pytest_edgeenergy.report.tables import (
-    Change,
-    Table,
-    render_html_table,
-    render_markdown,
-    render_text,
-    wrapped_notes,
 )
 
 DUST_J = -1.4e-14

@@ -263,7 +263,7 @@ class HistoryStore:
         found = conn.execute(sa.select(sa.func.max(schema.version_table.c.version)))
         version = found.scalar_one_or_none() or 0
         if version > schema.SCHEMA_VERSION:
-            from pytest_edgeenergy import __version__
+            from pytest_edgeenergy._version import __version__
 
             raise SchemaTooNew(
                 f"the history database {self.name} has schema version {version}; this "

@@ -14,7 +14,7 @@ import pytest
 from ..redact import redact_text
 
 if TYPE_CHECKING:
-    from ..report.gate import GateVerdict
+    from ..verdict.model import GateVerdict
     from .options import GateSettings
 
 Outcome = Literal["passed", "failed", "usage error"]
@@ -25,8 +25,8 @@ STRICT_OPTION = "--edge-fail-insufficient"
 
 def _expr_problem(text: str) -> str | None:
     """Why a gate expression is unusable before any test ran, or None."""
-    from ..report.gate import GateExprError, parse_expr
     from ..report.metric_names import name_problem
+    from ..verdict.expr import GateExprError, parse_expr
 
     try:
         expr = parse_expr(text)
@@ -127,7 +127,7 @@ def _measures_with(item: pytest.Item) -> str | None:
 
 
 def _metric(text: str) -> str:
-    from ..report.gate import parse_expr
+    from ..verdict.expr import parse_expr
 
     return parse_expr(text).metric  # parsed once already: check_options, the marker check
 
@@ -214,10 +214,10 @@ def _gate(
     that cannot be used (unreadable, no usable one in a directory, a total defined otherwise)
     is bad input, a usage error; so is an expression no result carries. Baselines made by
     ``edgeenergy ab`` are judged by its paired rule, others with a note on between-run drift
-    (:func:`.report.paired.gate_baselines`)."""
-    from ..report.gate import GateExprError
+    (:func:`.verdict.paired.gate_baselines`)."""
     from ..report.load import ReportError, load_report
-    from ..report.paired import gate_baselines
+    from ..verdict.expr import GateExprError
+    from ..verdict.paired import gate_baselines
 
     baseline = gate.baseline
     assert baseline is not None  # run_gate gates only with a baseline
@@ -245,10 +245,10 @@ def _gate_history(
     """The gate's verdict against the newest runs of this device in the history database,
     as ``edgeenergy history gate`` gives it; lines appended to ``lines``."""
     from ..errors import EdgeEnergyError
-    from ..history.gate import history_verdict
     from ..history.store import open_store
-    from ..report.gate import GateExprError
     from ..report.load import ReportError, load_report
+    from ..verdict.expr import GateExprError
+    from ..verdict.history import history_verdict
 
     assert gate.history is not None
     try:
@@ -278,7 +278,7 @@ def _gate_history(
 
 def _verdict_lines(verdict: GateVerdict, lines: list[str]) -> Outcome:
     """The verdict's table and its last line appended to ``lines``; the outcome."""
-    from ..report.gate import gate_outcome, render_verdict
+    from ..present.verdict import gate_outcome, render_verdict
 
     lines.append(render_verdict(verdict, "table", strict_option=STRICT_OPTION))
     lines.append(f"edgeenergy gate: {gate_outcome(verdict, STRICT_OPTION)}")

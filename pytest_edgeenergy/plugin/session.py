@@ -472,7 +472,7 @@ class PluginSession:
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.tests:
-            from .summary import summary_lines
+            from ..present.summary import summary_lines
 
             title = "energy (SIMULATED: virtual board)" if self.simulated else "energy"
             terminalreporter.write_sep("=", title)
@@ -480,8 +480,8 @@ class PluginSession:
                 terminalreporter.write_line(line)
         results = self.bench_results()
         if results:
-            from .bench_summary import format_rows, summary_rows
-            from .interleave_summary import INTERLEAVE_INTRO, interleave_rows
+            from ..present.bench_summary import format_rows, summary_rows
+            from ..present.interleave_summary import INTERLEAVE_INTRO, interleave_rows
 
             simulated = " (SIMULATED)" if self.simulated else ""
             terminalreporter.write_sep("=", "energy benchmarks" + simulated)

@@ -1,4 +1,5 @@
-"""``edgeenergy merge``: shard reports of several boards into one report per device model.
+"""Shard reports of several boards merged into one report per device model (the command:
+``edgeenergy merge``).
 
 Reports are grouped by device model (model, module, SoC, virtual board model); one group
 makes one merged report, which loads, compares and gates like any other. Inside a group
@@ -27,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EdgeEnergyError
-from ..words import counted
 from .baselines import not_comparable, total_definition
 from .keys import JoinKey, join_key
 from .load import check_report, read_json
@@ -288,31 +288,6 @@ def merge_reports(paths: Sequence[Path | str]) -> list[Merged]:
     return merge([read_input(p) for p in paths])
 
 
-# -- edgeenergy merge ----------------------------------------------------------------------
-
-
-def _parser() -> Any:
-    import argparse
-
-    p = argparse.ArgumentParser(
-        prog="edgeenergy merge",
-        description="Merge the reports of shards run on several boards into one report per "
-        "device model (each result keeps its board; a key measured twice is kept and flagged).",
-    )
-    p.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="report files")
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        required=True,
-        metavar="OUT",
-        help="the merged report (a .json file) or, when the reports hold several device "
-        "models, a directory that gets DIR/<device>.json per model",
-    )
-    p.add_argument("--overwrite", action="store_true", help="replace existing output files")
-    return p
-
-
 def _targets(merged: Sequence[Merged], out: Path) -> list[Path]:
     if out.suffix == ".json":
         if len(merged) > 1:
@@ -348,30 +323,6 @@ def write_merged(merged: Sequence[Merged], out: Path, *, overwrite: bool = False
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, [json.dumps(m.report, indent=1), "\n"])
     return targets
-
-
-def merge_main(argv: Sequence[str] | None = None) -> int:
-    """``edgeenergy merge REPORT... -o OUT``: 0 written, 2 bad input (named)."""
-    import sys
-
-    args = _parser().parse_args(argv)
-    try:
-        merged = merge_reports(args.reports)
-        written = write_merged(merged, args.output, overwrite=args.overwrite)
-    except (EdgeEnergyError, OSError) as e:
-        print(f"edgeenergy: {e}", file=sys.stderr)
-        return 2
-    for m, path in zip(merged, written, strict=True):
-        info = m.report["merged"]
-        results = [*m.report["tests"], *info["duplicates"]]
-        boards = len({t["board"]["label"] for t in results})
-        again = len(info["duplicates"])
-        print(
-            f"{path}: {counted(len(info['inputs']), 'report')} of {m.slug} on "
-            f"{counted(boards, 'board')}, {counted(len(m.report['tests']), 'result')}"
-            + (f", {again} measured again (kept and flagged)" if again else "")
-        )
-    return 0
 
 
 MAX_SPREAD_NOTES = 10

@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from pytest_edgeenergy import __version__
+from pytest_edgeenergy._version import __version__
 from pytest_edgeenergy.board.types import Identity, RailMap
 from pytest_edgeenergy.errors import InvalidValue
 from pytest_edgeenergy.redact import redact_argv, redact_value

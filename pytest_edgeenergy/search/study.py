@@ -480,7 +480,7 @@ class SharedStudy:
         if written is None:
             study.set_user_attr(FORMAT_KEY, STUDY_FORMAT)
         elif written != STUDY_FORMAT:
-            from pytest_edgeenergy import __version__
+            from pytest_edgeenergy._version import __version__
 
             raise StudyError(
                 f"{self.label} has study format {written}; this pytest-edgeenergy "

@@ -1,4 +1,6 @@
-"""``edgeenergy ab``: the command line, a live A/B run, and the offline ``--reports`` form.
+"""``edgeenergy ab``: the command line, a live A/B run, and the offline ``--reports`` form
+(the run itself: :mod:`pytest_edgeenergy.ab.driver`; the verdict:
+:func:`pytest_edgeenergy.verdict.paired.ab_verdict`).
 
 Exit codes, as ``compare``: 0 the gate passed, 1 a significant regression (or, with
 ``--fail-insufficient``, a test that could not be judged), 2 bad input: a bad ref or
@@ -12,44 +14,22 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from contextlib import ExitStack
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from ..ab import AbError, Terminated
+from ..ab.driver import AbPlan, check_pair, pair_reports, run_live, same_device
 from ..bench.settings import REPEATS
 from ..errors import EdgeEnergyError
+from ..present.verdict import render_verdict
 from ..ranges import IntRange
-from ..report.gate import (
-    GateExpr,
-    expr_metrics,
-    gate_view,
-    parse_expr,
-    render_verdict,
-    require_carried,
-)
 from ..report.load import load_report, require_tests
-from ..report.model import device_label
-from ..safefs import signals_held, sigterm_raises
+from ..verdict.expr import GateExpr, parse_expr
+from ..verdict.model import GateVerdict
+from ..verdict.paired import ab_verdict
 from ..words import counted
-from . import AbError, Terminated
-from .board import open_board
-from .checkout import new_scratch, prepare
-from .pytest_args import (
-    PytestArgs,
-    dropped_because,
-    read_pytest_args,
-    round_repeats,
-    session_environment,
-)
-from .rounds import Sessions
-
-if TYPE_CHECKING:
-    from ..report.gate import GateVerdict
 
 ROUNDS = IntRange(2, 100)
 """Rounds: a paired spread needs two at least."""
@@ -58,8 +38,6 @@ DEFAULT_MAX_ROUNDS = 10
 FORMATS = ("table", "markdown")
 MAX_SHOWN_IDS = 5
 """Test ids named in the rounds line per group (the rest counted)."""
-
-Pair = tuple[dict[str, Any], dict[str, Any]]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -195,144 +173,32 @@ def _max_rounds(args: argparse.Namespace) -> int:
 # -- live ------------------------------------------------------------------------------
 
 
-def _out_dir(given: Path | None) -> Path:
-    if given is None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        given = Path("reports") / f"ab-{stamp}"
-    out = given.absolute()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise AbError(
-            f"--out {given}: exists and is not an empty directory; give a new directory "
-            "(each A/B run writes A-1.json, B-1.json, ... there)"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
 def _live(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
     started = time.monotonic()
     if args.base is None:
         raise AbError("give --base REF_OR_DIR (or --reports REPORT... to gate saved reports)")
     exprs = _exprs(args)
     max_rounds = _max_rounds(args)
-    pytest_args = read_pytest_args(pytest_argv or [], os.environ)
-    stack = ExitStack()
-    try:
-        with sigterm_raises():
-            scratch = new_scratch(stack)
-            cwd = Path.cwd()
-            head = args.head if args.head is not None else "."
-            base = prepare(args.base, "--base", cwd=cwd, scratch=scratch, stack=stack, say=_say)
-            new = prepare(head, "--head", cwd=cwd, scratch=scratch, stack=stack, say=_say)
-            out = _out_dir(args.out)
-            _say(f"A = base {base.describe()}")
-            _say(f"B = head {new.describe()}")
-            board = open_board(pytest_args, stack, say=_say)
-            if board.unprotected is None:
-                _say(f"board {board.name}: locked for all rounds")
-            for name in pytest_args.dropped_env:
-                _say(f"{name} is left out of the sessions' environment: {dropped_because(name)}")
-            sessions = Sessions(
-                sides={"A": base, "B": new},
-                out=out,
-                board_root=board.root,
-                token=board.token,
-                pytest_args=pytest_args.rest + _repeats_arg(pytest_args, args),
-                environ=session_environment(os.environ),
-                session_id=secrets.token_hex(8),
-                say=_say,
-            )
-            names = (f"base {base.spec}", f"head {new.spec}")
-            verdict, pairs = _rounds(sessions, exprs, args, max_rounds, names)
-    finally:
-        with signals_held():  # a second Ctrl-C waits until everything is cleaned up
-            stack.close()
+    plan = AbPlan(
+        base=args.base,
+        head=args.head if args.head is not None else ".",
+        exprs=exprs,
+        rounds=args.rounds,
+        max_rounds=max_rounds,
+        strict=args.fail_insufficient,
+        out=args.out,
+        round_repeats=args.round_repeats,
+    )
+    verdict, pairs, sessions, out = run_live(plan, pytest_argv, say=_say)
     extra = len(pairs) - args.rounds
     lines = _rounds_lines(verdict)
     lines.append(
         f"wall time {time.monotonic() - started:.1f} s: {counted(len(pairs), 'round')}"
         + (f" ({extra} extra for undecided tests)" if extra > 0 else "")
-        + f", {sessions.count} pytest sessions; reports in {out}"
+        + f", {sessions} pytest sessions; reports in {out}"
     )
     _show(verdict, lines, args.format, out / "verdict.md")
     return 1 if verdict.failed else 0
-
-
-def _repeats_arg(pytest_args: PytestArgs, args: argparse.Namespace) -> list[str]:
-    repeats = round_repeats(pytest_args, args.rounds, args.round_repeats)
-    if repeats is None:
-        return []
-    _say(f"{counted(repeats, 'repeat')} per session (--round-repeats)")
-    return [f"--edge-repeats={repeats}"]
-
-
-def _rounds(
-    sessions: Sessions,
-    exprs: Sequence[GateExpr],
-    args: argparse.Namespace,
-    max_rounds: int,
-    names: tuple[str, str],
-) -> tuple[GateVerdict, list[Pair]]:
-    """Run ``--rounds`` rounds, then one more at a time for the undecided tests."""
-    pairs: list[Pair] = []
-    for round_no in range(1, args.rounds + 1):
-        a, b = sessions.run_round(round_no)
-        pairs.append((a.report, b.report))
-        if round_no == 1:
-            _check_pair(pairs[0], exprs, (str(a.report_path), str(b.report_path)))
-    verdict = _verdict(pairs, exprs, args.rounds, max_rounds, args.fail_insufficient, names)
-    while _undecided(verdict) and len(pairs) < max_rounds:
-        undecided = _undecided(verdict)
-        round_no = len(pairs) + 1
-        _say(f"round {round_no}: {counted(len(undecided), 'undecided test')} measured again")
-        a, b = sessions.run_round(round_no, undecided)
-        pairs.append((a.report, b.report))
-        verdict = _verdict(pairs, exprs, args.rounds, max_rounds, args.fail_insufficient, names)
-    return verdict, pairs
-
-
-def _undecided(verdict: GateVerdict) -> list[str]:
-    return list(getattr(verdict, "undecided", []))
-
-
-def _verdict(
-    pairs: Sequence[Pair],
-    exprs: Sequence[GateExpr],
-    min_rounds: int,
-    max_rounds: int,
-    strict: bool,
-    names: tuple[str, str],
-) -> GateVerdict:
-    from ..report.paired import paired_verdict
-
-    return paired_verdict(
-        pairs,
-        exprs,
-        min_rounds=min_rounds,
-        max_rounds=max_rounds,
-        strict=strict,
-        base=names[0],
-        head=names[1],
-    )
-
-
-def _check_pair(pair: Pair, exprs: Sequence[GateExpr], names: tuple[str, str]) -> None:
-    """Both reports of one device, and every expression's metric carried by B (checked
-    after the first round, not after the last; the verdict checks the same)."""
-    _same_device([pair[0], pair[1]], list(names))
-    require_carried(gate_view(pair[1], expr_metrics(exprs)), exprs, names[1])
-
-
-def _same_device(reports: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
-    first = reports[0]["device"]
-    for report, name in zip(reports[1:], names[1:], strict=True):
-        device = report["device"]
-        if device["fingerprint"] != first["fingerprint"]:
-            raise AbError(
-                f"{name} was measured on {device_label(device)} (fingerprint "
-                f"{device['fingerprint']}), {names[0]} on {device_label(first)} "
-                f"({first['fingerprint']}): A/B pairs must come from one device"
-            )
 
 
 def _rounds_lines(verdict: GateVerdict) -> list[str]:
@@ -398,48 +264,15 @@ def _offline(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
         report = load_report(path)
         require_tests(report, path)
         reports.append(report)
-    _same_device(reports, [str(p) for p in paths])
-    pairs, names, how = _pair(paths, reports)
+    same_device(reports, [str(p) for p in paths])
+    pairs, names, how = pair_reports(paths, reports)
     n = len(pairs)
     if n < ROUNDS.low:
         raise AbError(
             f"--reports: {counted(n, 'round')} cannot be judged: paired rounds need "
             f"{ROUNDS.low:g} at least (A1 B1 A2 B2)"
         )
-    _check_pair(pairs[0], exprs, ("A", "B"))
-    verdict = _verdict(pairs, exprs, min(args.rounds, n), n, args.fail_insufficient, names)
+    check_pair(pairs[0], exprs, ("A", "B"))
+    verdict = ab_verdict(pairs, exprs, min(args.rounds, n), n, args.fail_insufficient, names)
     _show(verdict, [how, *_rounds_lines(verdict)], args.format, None)
     return 1 if verdict.failed else 0
-
-
-def _pair(
-    paths: Sequence[Path], reports: Sequence[dict[str, Any]]
-) -> tuple[list[Pair], tuple[str, str], str]:
-    """Pairs by the reports' ``ab`` objects when all come from one A/B run, else in the
-    order given; with the names of A and B and a line saying how they were paired."""
-    abs_ = [r.get("ab") for r in reports]
-    sessions = {a.get("session") for a in abs_ if isinstance(a, dict)}
-    if not all(isinstance(a, dict) for a in abs_) or len(sessions) != 1:
-        pairs = [(reports[i], reports[i + 1]) for i in range(0, len(reports), 2)]
-        line = f"paired in the order given: {counted(len(pairs), 'round')}, A first in each"
-        return pairs, ("A", "B"), line
-    by_key: dict[tuple[int, str], int] = {}
-    for i, a in enumerate(abs_):
-        assert isinstance(a, dict)
-        key = (int(a["round"]), str(a["side"]))
-        if key in by_key:
-            raise AbError(
-                f"{paths[by_key[key]]} and {paths[i]} are both side {key[1]} of round "
-                f"{key[0]} of A/B run {a['session']}"
-            )
-        by_key[key] = i
-    pairs = []
-    for round_no in sorted({r for r, _ in by_key}):
-        sides = [by_key.get((round_no, side)) for side in ("A", "B")]
-        if sides[0] is None or sides[1] is None:
-            lacking = "A" if sides[0] is None else "B"
-            raise AbError(f"round {round_no} of A/B run {sessions.pop()} lacks side {lacking}")
-        pairs.append((reports[sides[0]], reports[sides[1]]))
-    first = (pairs[0][0]["ab"]["ref"], pairs[0][1]["ab"]["ref"])
-    line = f"paired by the reports' rounds and sides: {counted(len(pairs), 'round')}"
-    return pairs, (f"base {first[0]}", f"head {first[1]}"), line

@@ -1,31 +1,35 @@
-"""``edgeenergy measure [options] -- CMD ARGS...`` and ``edgeenergy mark-helper``: the
-arguments and the words; the engine is :mod:`pytest_edgeenergy.run.command`.
+"""``edgeenergy measure``: the energy of S seconds on a board, beside whatever drives it (a
+measure-only :class:`~pytest_edgeenergy.run.EnergySession`: no lock), or of a command:
+``edgeenergy measure [options] -- CMD ARGS...`` (:func:`command_main`; the engine is
+:mod:`pytest_edgeenergy.run.command`).
 
 The command's own output passes through (or goes into ``--output FILE``), so everything
-said here goes to stderr, as ``time`` does. Exit status: 0 every run (and warm-up) exited 0,
-1 one of them did not, 2 bad input or a board that cannot be used, 130 (Ctrl-C) or 143
-(SIGTERM) when stopped: the command's process group is stopped, the completed runs kept in
-the report and the board restored.
+said about a command goes to stderr, as ``time`` does. Exit status of the command form: 0
+every run (and warm-up) exited 0, 1 one of them did not, 2 bad input or a board that cannot
+be used, 130 (Ctrl-C) or 143 (SIGTERM) when stopped: the command's process group is
+stopped, the completed runs kept in the report and the board restored.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import EdgeEnergyError
-from .options_spec import CONTROL_OPTIONS, add_arguments
-from .ranges import FloatRange, IntRange
-from .run.target import BoardTarget, parse_board
+from ..errors import EdgeEnergyError
+from ..options_spec import CONTROL_OPTIONS, add_arguments
+from ..ranges import FloatRange, IntRange
+from ..run.target import BoardTarget, parse_board
+from .common import board_arguments
+from .common import target as board_target
 
 if TYPE_CHECKING:
-    from .control.operating_point import OperatingPoint
-    from .run.command_runs import CommandOutcome, CommandPlan, CommandRun, PointRuns
-    from .run.session import EnergySession
-
-__all__ = ["USAGE", "main", "mark_helper_main"]
+    from ..control.operating_point import OperatingPoint
+    from ..run.command_runs import CommandOutcome, CommandPlan, CommandRun, PointRuns
+    from ..run.session import EnergySession
 
 RUNS = IntRange(1, 10000, "runs")
 WARMUP = IntRange(0, 1000, "runs")
@@ -39,12 +43,92 @@ USAGE = (
 EXIT_INTERRUPTED = {"SIGINT": 130, "SIGTERM": 143}
 
 
+MEASURE_SECONDS = FloatRange(0.0, 7200.0, "s", above_low=True)
+"""``measure --seconds``: up to what the sampler keeps (``meters.sampler.DEFAULT_RETAIN_S``);
+a longer window would be reported invalid after the wait."""
+
+
+def add_parser(sub: Any) -> None:
+    """``edgeenergy measure``, on the command's subparsers ``sub``."""
+    m = sub.add_parser(
+        "measure",
+        help="energy for S seconds, or of a command (-- CMD ARGS...)",
+        epilog="To measure a command: " + USAGE + " (its options: edgeenergy measure --help --)",
+    )
+    board_arguments(m)
+    m.add_argument(
+        "--seconds",
+        type=MEASURE_SECONDS,
+        required=True,
+        metavar="S",
+        help=f"how long to measure; {MEASURE_SECONDS.describe()}",
+    )
+    add_arguments(
+        m,
+        ["interval_ms", "source", "sim_load", "report", "report_overwrite"],
+        helps={
+            "report": "also write the window as a JSON report to PATH (default: no report)",
+            "report_overwrite": "allow --report to replace an existing file",
+        },
+    )
+    m.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..run.session import EnergySession
+    from ..sim.liveness import frozen_warning, truth_seq
+
+    target = board_target(args)
+    board = target.root if target.root is not None else target.text
+    session = EnergySession(
+        board,
+        report=args.report if args.report is not None else False,
+        lock=False,  # measures only, beside whatever drives the board
+        source=args.source,
+        interval_s=args.interval_ms / 1000.0,
+        idle_s=0,
+        sim_load=args.sim_load,
+        board_hint="measure a virtual board with --board sim:MODEL (e.g. sim:orin-nano)",
+        announce=False,  # the output says SIMULATED itself
+        report_overwrite=args.report_overwrite,
+        overwrite_hint="pass --report-overwrite",
+    )
+    with session:
+        assert session.root is not None
+        seq_before = truth_seq(session.root)
+        with session.window("measure") as w:
+            time.sleep(args.seconds)
+        result = w.result
+        # A virtual board made for this command is animated by it; one under --root may not be.
+        frozen = (
+            frozen_warning(session.root, seq_before)
+            if result.simulated and target.root is not None
+            else None
+        )
+    warnings = [frozen] if frozen else []
+    data = {**result.to_json(), "warnings": warnings}
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        from ..present.summary import window_text
+
+        print(window_text(result))
+        for line in warnings:
+            print(f"edgeenergy: warning: {line}", file=sys.stderr)
+        if session.report_path is not None:
+            print(f"report: {session.report_path}")
+    return 0
+
+
+# -- a command: edgeenergy measure [options] -- CMD ARGS... ----------------------------
+
+
 class _Usage(EdgeEnergyError):
     """Bad input: ``edgeenergy measure: error: <message>``, exit 2."""
 
 
 def parser() -> argparse.ArgumentParser:
-    from .run.marks import MARK_ENV
+    from ..run.marks import MARK_ENV
 
     p = argparse.ArgumentParser(
         prog="edgeenergy measure",
@@ -100,7 +184,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str]) -> int:
+def command_main(argv: list[str]) -> int:
     """``edgeenergy measure OPTIONS -- CMD ARGS...`` (``argv`` without ``measure``)."""
     i = argv.index("--")
     own, command = argv[:i], argv[i + 1 :]
@@ -123,8 +207,8 @@ def _target(args: argparse.Namespace) -> BoardTarget:
 
 
 def _plan(args: argparse.Namespace, command: list[str]) -> CommandPlan:
-    from .run.command import check_command
-    from .run.command_runs import CommandPlan
+    from ..run.command import check_command
+    from ..run.command_runs import CommandPlan
 
     check_command(command)
     label = args.label if args.label is not None else Path(command[0]).name
@@ -142,9 +226,9 @@ def _plan(args: argparse.Namespace, command: list[str]) -> CommandPlan:
 
 
 def _measure(args: argparse.Namespace, command: list[str], argv: list[str]) -> int:
-    from .run.command import measure_command
-    from .run.session import EnergySession
-    from .safefs import sigterm_raises
+    from ..run.command import measure_command
+    from ..run.session import EnergySession
+    from ..safefs import sigterm_raises
 
     plan = _plan(args, command)
     target = _target(args)
@@ -172,7 +256,7 @@ def _measure(args: argparse.Namespace, command: list[str], argv: list[str]) -> i
                 session, plan, points, on_run=lambda p, r: _say(_run_line(plan, p, r))
             )
     except KeyboardInterrupt as e:  # outside the runs (opening the board, idle power)
-        from .safefs import Terminated
+        from ..safefs import Terminated
 
         how = "SIGTERM" if isinstance(e, Terminated) else "SIGINT"
         _say(f"edgeenergy: stopped ({how}) outside the runs; the board is restored")
@@ -184,7 +268,7 @@ def _measure(args: argparse.Namespace, command: list[str], argv: list[str]) -> i
 
 
 def _points(session: EnergySession, args: argparse.Namespace) -> list[OperatingPoint]:
-    from .options_spec import GRID_OPTIONS
+    from ..options_spec import GRID_OPTIONS
 
     values = {k: list(getattr(args, k)) for k in PIN_KEYS if getattr(args, k)}
     if not values:
@@ -213,7 +297,7 @@ def _run_line(plan: CommandPlan, runs: PointRuns, run: CommandRun) -> str:
         if run.marked:
             line += f", {len(run.marked)} marked"
     if run.problem_count:
-        from .words import counted
+        from ..words import counted
 
         line += f"; {counted(run.problem_count, 'mark problem')}: {run.problems[0]}"
     if run.left_running:
@@ -222,7 +306,7 @@ def _run_line(plan: CommandPlan, runs: PointRuns, run: CommandRun) -> str:
 
 
 def _summary(plan: CommandPlan, session: EnergySession, outcome: CommandOutcome) -> None:
-    from .report.tables import Table, render_text
+    from ..present.tables import Table, render_text
 
     rows: list[list[Any]] = []
     for key in outcome.record_keys:
@@ -281,19 +365,3 @@ def _report_warnings(path: Path) -> list[str]:
     except (OSError, ValueError):
         return []
     return [str(w.get("message", w)) for w in found if isinstance(w, dict)]
-
-
-def mark_helper_main(argv: list[str]) -> int:
-    """``edgeenergy mark-helper``: print the one-file helper (Python 3.6+, stdlib only)."""
-    from importlib import resources
-
-    p = argparse.ArgumentParser(
-        prog="edgeenergy mark-helper",
-        description="Print edgeenergy_mark.py, a one-file helper (Python 3.6+, standard "
-        "library only) with which a measured command marks its own windows: "
-        "edgeenergy mark-helper > edgeenergy_mark.py",
-    )
-    p.parse_args(argv)
-    text = resources.files("pytest_edgeenergy.run").joinpath("mark_helper.py").read_text("utf-8")
-    sys.stdout.write(text)
-    return 0

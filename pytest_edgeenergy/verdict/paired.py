@@ -23,7 +23,7 @@ the whole rule by a seeded Monte Carlo.
 rounds kept, so ``new / baseline - 1`` is the change shown.
 
 **Decision at each look**, on the log-ratios signed so that positive is worse (lower is
-better except for :data:`~.model.HIGHER_IS_BETTER` metrics):
+better except for :data:`~pytest_edgeenergy.report.model.HIGHER_IS_BETTER` metrics):
 
 * ``regression``: the centre is over the threshold and it is significantly above 0 at this
   look's level (the gate's "over the threshold and significant"); ``improvement`` mirrored;
@@ -65,7 +65,7 @@ import itertools
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 from typing import Any, NamedTuple
@@ -77,23 +77,18 @@ from pytest_edgeenergy.report.baselines import (
     not_comparable,
     total_definition,
 )
-from pytest_edgeenergy.report.gate import (
+from pytest_edgeenergy.report.keys import op_label
+from pytest_edgeenergy.report.metric_names import higher_is_better
+from pytest_edgeenergy.verdict.expr import (
     ALLOWED_FORMS,
     GateExpr,
     GateExprError,
-    GateRow,
-    GateVerdict,
-    GateView,
-    Verdict,
-    evaluate,
-    expr_metrics,
-    gate_view,
     parse_expr,
-    require_carried,
     unit_family,
 )
-from pytest_edgeenergy.report.keys import op_label
-from pytest_edgeenergy.report.metric_names import higher_is_better
+from pytest_edgeenergy.verdict.independent import evaluate
+from pytest_edgeenergy.verdict.model import GateRow, GateVerdict, PairedVerdict, Verdict
+from pytest_edgeenergy.verdict.view import GateView, expr_metrics, gate_view, require_carried
 from pytest_edgeenergy.words import counted
 
 TRIM_FROM_ROUNDS = 5
@@ -261,16 +256,6 @@ def _observed_p(signed: Centre) -> float:
 
 # ---------------------------------------------------------------------------------------
 # verdict
-
-
-@dataclass
-class PairedVerdict(GateVerdict):
-    """A :class:`~.gate.GateVerdict` of paired rounds. ``undecided``: test ids that need
-    more rounds (empty once all are decided or ``max_rounds`` is reached; while it is not
-    empty the verdict is provisional). ``rounds``: rounds used per test id."""
-
-    undecided: list[str] = field(default_factory=list)
-    rounds: dict[str, int] = field(default_factory=dict)
 
 
 class _Round(NamedTuple):
@@ -591,7 +576,7 @@ def paired_verdict(
     overrides: Mapping[str, Sequence[str | GateExpr]] | None = None,
 ) -> PairedVerdict:
     """Judge B against A over paired rounds (``pairs[i]``: the reports of A and B in round
-    i + 1, as :func:`.load.load_report` returns them); see the module docstring.
+    i + 1, as :func:`report.load.load_report` returns them); see the module docstring.
 
     ``overrides`` maps a test id to its own expressions (as the gate's). Safe to call after
     every round: the looks are replayed, so the verdict on the same rounds never changes.
@@ -628,6 +613,27 @@ def paired_verdict(
             f"{counted(len(pairs), 'round')}: more rounds needed (at most {max_rounds})"
         )
     return verdict
+
+
+def ab_verdict(
+    pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+    exprs: Sequence[GateExpr],
+    min_rounds: int,
+    max_rounds: int,
+    strict: bool,
+    names: tuple[str, str],
+) -> PairedVerdict:
+    """The verdict of ``edgeenergy ab`` (live or ``--reports``): :func:`paired_verdict` of
+    its rounds, A and B named by ``names``."""
+    return paired_verdict(
+        pairs,
+        exprs,
+        min_rounds=min_rounds,
+        max_rounds=max_rounds,
+        strict=strict,
+        base=names[0],
+        head=names[1],
+    )
 
 
 def _judge_all(
@@ -787,9 +793,9 @@ def gate_baselines(
 ) -> GateVerdict:
     """``--edge-fail`` against ``--edge-baseline``: when the baselines were made by
     ``edgeenergy ab`` (see :func:`ab_session_pairs`), the paired verdict of that session's
-    rounds; otherwise :func:`.gate.evaluate` against the newest
-    :data:`~.baselines.BASELINE_RUNS` runs, with a message that between-run drift limits
-    what it can see (:func:`drift_message`). Raises as :func:`.gate.gate_against` does."""
+    rounds; otherwise :func:`.independent.evaluate` against the newest
+    :data:`~report.baselines.BASELINE_RUNS` runs, with a message that between-run drift limits
+    what it can see (:func:`drift_message`). Raises as :func:`.independent.gate_against` does."""
     parsed = [_as_expr(e) for e in exprs]
     own = {tid: [_as_expr(e) for e in es] for tid, es in (overrides or {}).items()}
     every = list(itertools.chain(parsed, *own.values()))

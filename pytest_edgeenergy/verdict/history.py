@@ -1,7 +1,7 @@
 """The gate against the history: a new run judged by the newest runs of its device.
 
 ``edgeenergy history gate`` and pytest's ``--edge-history`` with ``--edge-fail`` both use
-:func:`history_verdict`: the gate of ``edgeenergy compare`` (:func:`.report.gate.evaluate`)
+:func:`history_verdict`: the gate of ``edgeenergy compare`` (:func:`.independent.evaluate`)
 with the device's last runs, rebuilt from the database, as its baseline runs.
 """
 
@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.history.store import HistoryStore
-    from pytest_edgeenergy.report.gate import GateExpr, GateVerdict
+    from pytest_edgeenergy.verdict.expr import GateExpr
+    from pytest_edgeenergy.verdict.model import GateVerdict
 
 DEFAULT_WINDOW = 10
 """How many of the device's newest runs the gate reads unless told."""
@@ -32,8 +33,9 @@ def history_verdict(
     """The verdict on ``report`` against the newest ``window`` runs of its device in
     ``store`` (on ``branch`` when given; the run itself left out). No earlier run is a
     verdict that compared nothing and says so (the first run of a CI job), not a failure."""
-    from pytest_edgeenergy.report.gate import GateVerdict, evaluate
     from pytest_edgeenergy.report.model import device_label
+    from pytest_edgeenergy.verdict.independent import evaluate
+    from pytest_edgeenergy.verdict.model import GateVerdict
 
     baselines = store.baseline_reports(report, runs=window, branch=branch)
     where = f"the history {store.name}"

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 from pytest_edgeenergy.errors import EdgeEnergyError
 from pytest_edgeenergy.extras import require
 from pytest_edgeenergy.history.errors import HistoryError
-from pytest_edgeenergy.history.gate import DEFAULT_WINDOW
 from pytest_edgeenergy.history.page import DEFAULT_MAX_SERIES, DEFAULT_METRIC
 from pytest_edgeenergy.ranges import FloatRange, IntRange
+from pytest_edgeenergy.verdict.history import DEFAULT_WINDOW
 from pytest_edgeenergy.words import counted
 
 if TYPE_CHECKING:
@@ -269,15 +269,11 @@ def _open(args: argparse.Namespace) -> HistoryStore:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from pytest_edgeenergy.history.gate import history_verdict
-    from pytest_edgeenergy.report.gate import (
-        expr_metrics,
-        gate_view,
-        parse_expr,
-        render_verdict,
-        require_carried,
-    )
+    from pytest_edgeenergy.present.verdict import render_verdict
     from pytest_edgeenergy.report.load import load_report
+    from pytest_edgeenergy.verdict.expr import parse_expr
+    from pytest_edgeenergy.verdict.history import history_verdict
+    from pytest_edgeenergy.verdict.view import expr_metrics, gate_view, require_carried
 
     exprs = [parse_expr(e) for e in args.fail]
     report = load_report(args.report)
@@ -383,7 +379,7 @@ def _check_metric(store: HistoryStore, metric: str | None) -> None:
 
 def _changes_text(found: Sequence[dict[str, Any]], series: int) -> str:
     from pytest_edgeenergy.history.changes import AUTOCORRELATED
-    from pytest_edgeenergy.report.tables import Change, Marked, Table, fold_columns, render_text
+    from pytest_edgeenergy.present.tables import Change, Marked, Table, fold_columns, render_text
 
     table = Table(
         ["test", "metric", "device", "point", "from run", "commits", "before", "after",

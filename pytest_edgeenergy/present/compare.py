@@ -1,4 +1,5 @@
-"""``edgeenergy compare``: the same experiments side by side across reports and devices.
+"""The comparison of ``edgeenergy compare``: the same experiments side by side across
+reports and devices.
 
 Results are joined on workload x batch size x graph mode x precision x requested operating
 point x test x every other parameter (:func:`.keys.join_key`); with ``--join workload``
@@ -12,7 +13,6 @@ ratio to report #1's value for the same key; rows without one say why in a note.
 CSV has every column (:meth:`_TableBuilder.table`). The terminal, Markdown and HTML show
 :meth:`_TableBuilder.display`: per-item rows and window-only rows as two tables, what every
 row shares in a header line, a column per parameter that tells rows apart.
-Exit status: 0 ok, 1 a gate failed, 2 bad input (message on stderr, nothing written).
 
 Large comparisons (50 reports of 2,000 results, 200 MB of JSON) are CPU-bound Python, so:
 each report is read, validated and reduced to a :class:`Digest` (its table entries and the
@@ -24,35 +24,29 @@ only for plots (``--plots``, HTML).
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import functools
 import html
-import os
 import re
-import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from pytest_edgeenergy.options_spec import add_arguments
-from pytest_edgeenergy.report.baselines import describe, find_baselines
-from pytest_edgeenergy.report.gate import (
-    GateExpr,
-    GateExprError,
-    GateNeeds,
-    GateVerdict,
-    GateView,
-    evaluate_views,
-    expr_metrics,
-    gate_view,
-    parse_expr,
-    render_verdict,
-    require_carried,
+from pytest_edgeenergy.present.tables import (
+    MarkdownRows,
+    Marked,
+    Ratio,
+    Table,
+    cell_text,
+    html_document,
+    markdown_rows,
+    render_html_table,
+    shared_lines,
 )
+from pytest_edgeenergy.present.verdict import render_verdict
 from pytest_edgeenergy.report.keys import (
     JoinKey,
     graph_shown,
@@ -63,7 +57,6 @@ from pytest_edgeenergy.report.keys import (
 )
 from pytest_edgeenergy.report.load import (
     ReportError,
-    gc_paused,
     load_report,
     long_rows,
     require_tests,
@@ -71,27 +64,16 @@ from pytest_edgeenergy.report.load import (
 )
 from pytest_edgeenergy.report.model import device_label
 from pytest_edgeenergy.report.parallel import shared_map, workers_for
-from pytest_edgeenergy.report.tables import (
-    FORMATS,
-    Format,
-    MarkdownRows,
-    Marked,
-    Ratio,
-    Table,
-    cell_text,
-    html_document,
-    markdown_rows,
-    render_csv,
-    render_html_table,
-    render_markdown,
-    render_text,
-    shared_lines,
+from pytest_edgeenergy.verdict.model import GateVerdict
+from pytest_edgeenergy.verdict.view import (
+    GateNeeds,
+    GateView,
+    gate_view,
 )
-from pytest_edgeenergy.report.writer import atomic_write_text
 from pytest_edgeenergy.words import counted
 
 if TYPE_CHECKING:
-    from pytest_edgeenergy.report.plots import Rendered
+    from pytest_edgeenergy.present.plots import Rendered
 
 _new_key = tuple.__new__
 
@@ -316,15 +298,15 @@ def digest_table(digests: Sequence[tuple[str, Digest]], *, join: Join = "point")
 
 
 def compare_display(sources: Sequence[Source], *, join: Join = "point") -> list[Table]:
-    """The comparison as text, Markdown and HTML show it (:meth:`_TableBuilder.display`):
+    """The comparison as text, Markdown and HTML show it (:meth:`TableBuilder.display`):
     per-item figures, then window figures; what every row shares in a header line, each
     parameter that tells rows apart its own short column."""
     digests = [(s.name, digest(s.report, source=s.name, join=join)) for s in sources]
     return [table for table, _ in _built(digests, join).display()]
 
 
-def _built(digests: Sequence[tuple[str, Digest]], join: Join) -> _TableBuilder:
-    builder = _TableBuilder(join=join)
+def _built(digests: Sequence[tuple[str, Digest]], join: Join) -> TableBuilder:
+    builder = TableBuilder(join=join)
     for name, report_digest in digests:
         builder.add(name, report_digest)
     return builder
@@ -392,7 +374,7 @@ def _describe(key: JoinKey) -> str:
     return " ".join(p for p in parts if p)
 
 
-class _TableBuilder:
+class TableBuilder:
     """The comparison table, one report at a time (the first added is the reference), so
     that a report's rows are made while later reports are still being read.
 
@@ -593,7 +575,7 @@ class _TableBuilder:
             notes.append("* latency mean where latency p90 was not measured")
         notes.extend(version_notes([(meta.name, meta.header) for meta in metas]))
         if any("merged" in meta.header for meta in metas):
-            from .merge import spread_notes
+            from ..report.merge import spread_notes
 
             for i, meta in enumerate(metas):
                 notes.extend(spread_notes(f"#{i + 1} {meta.name}", meta.header))
@@ -876,254 +858,22 @@ def compare_frame_rows(sources: Sequence[Source]) -> list[dict[str, Any]]:
     return rows
 
 
-def _plots(sources: Sequence[Source], out_dir: Path) -> Rendered:
+def render_plots(sources: Sequence[Source], out_dir: Path) -> Rendered:
+    from pytest_edgeenergy.present.plots import render_all
     from pytest_edgeenergy.report.load import frame_from_rows
-    from pytest_edgeenergy.report.plots import render_all
 
     return render_all(frame_from_rows(compare_frame_rows(sources)), out_dir)
 
 
-def _html(
+def html_page(
     tables: Sequence[Table], verdicts: Sequence[GateVerdict], sources: Sequence[Source]
 ) -> str:
     body = [render_html_table(table) for table in tables]
     body += [render_verdict(v, "html") for v in verdicts]
     with tempfile.TemporaryDirectory(prefix="edgeenergy-plots-") as tmp:
-        rendered = _plots(sources, Path(tmp))
+        rendered = render_plots(sources, Path(tmp))
         for png in rendered:
             data = base64.b64encode(png.read_bytes()).decode("ascii")
             body.append(f'<img alt="{png.stem}" src="data:image/png;base64,{data}">')
         body += [f"<p>no plot: {html.escape(str(note))}</p>" for note in rendered.notes]
     return html_document("pytest-edgeenergy comparison", "\n".join(body) + "\n")
-
-
-class _Gater:
-    """The gates of a comparison, one report at a time in command-line order."""
-
-    def __init__(
-        self, exprs: Sequence[GateExpr], baseline: Path | None, *, strict: bool = False
-    ) -> None:
-        self.exprs = exprs
-        self.baseline = baseline
-        self.strict = strict
-        self.needs = expr_metrics(exprs)
-        self.verdicts: list[GateVerdict] = []
-        self.messages: list[str] = []
-        self.count = 0
-        self.latest: dict[str, tuple[str, GateView | None]] = {}
-        self.loaded: dict[Path, dict[str, Any] | ReportError] = {}
-        self.views: dict[Path, GateView] = {}
-
-    def _load(self, path: Path) -> dict[str, Any]:
-        # One read per baseline file, however many reports look for their baseline.
-        if path not in self.loaded:
-            try:
-                self.loaded[path] = load_report(path)
-            except ReportError as exc:
-                self.loaded[path] = exc
-        found = self.loaded[path]
-        if isinstance(found, ReportError):
-            raise found
-        return found
-
-    def add(self, name: str, new: Digest) -> None:
-        """Gate ``new`` if it has a baseline; raises ReportError or GateExprError."""
-        first = self.count == 0
-        self.count += 1
-        assert new.gate is not None  # digested with the gated metrics
-        if self.baseline is not None or not first:
-            require_carried(new.gate, self.exprs, name)
-        base_view: GateView | list[GateView]
-        if self.baseline is not None:
-            found, messages = find_baselines(self.baseline, new.header, load=self._load)
-            self.messages.extend(messages)
-            if not found:
-                return
-            base_name = describe(self.baseline, found)
-            for path, base_report in found:
-                if path not in self.views:
-                    self.views[path] = gate_view(base_report, self.needs)
-            base_view = [self.views[path] for path, _ in found]
-        else:
-            fingerprint = new.header["device"]["fingerprint"]
-            earlier = self.latest.get(fingerprint)
-            self.latest[fingerprint] = (name, new.gate)
-            if first:
-                return
-            if earlier is None:
-                self.messages.append(
-                    f"no baseline for this device: no earlier report of {new.label} "
-                    f"before {name}; not gated"
-                )
-                return
-            base_name, earlier_view = earlier
-            assert earlier_view is not None  # digested with the gated metrics
-            base_view = earlier_view
-        verdict = evaluate_views(
-            base_view,
-            new.gate,
-            self.exprs,
-            strict=self.strict,
-            baseline_name=base_name,
-            new_name=name,
-        )
-        gated = [r for r in verdict.rows if r.verdict != "no-baseline"]
-        if verdict.rows and not gated:
-            raise ReportError(
-                base_name,
-                f"baseline has no results matching {name} (same device, but none of "
-                "its tests at the same operating points); wrong baseline?",
-            )
-        self.verdicts.append(verdict)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="edgeenergy compare",
-        description="Compare pytest-edgeenergy reports across runs and devices; optionally "
-        "gate the later reports against earlier ones of the same device.",
-    )
-    parser.add_argument("reports", nargs="+", type=Path, help="report JSON files")
-    # The gate's options as pytest's --edge-fail, --edge-baseline, --edge-fail-insufficient.
-    add_arguments(parser, ("fail", "baseline", "fail_insufficient"))
-    parser.add_argument(
-        "--join",
-        choices=JOINS,
-        default="point",
-        help="how rows of different reports line up: 'point' (default), the same test at the "
-        "same requested operating point ('gpu min', 'mode max' join across boards); "
-        "'workload', the same test and parameters at each report's own point (one point per "
-        "test in each report), e.g. 15W on an Orin Nano beside MODE_30W on an AGX Orin",
-    )
-    parser.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="table",
-        help="table (terminal), markdown (a PR comment), csv (every column), html (with plots)",
-    )
-    parser.add_argument("--output", type=Path, help="write the comparison here, not stdout")
-    parser.add_argument("--plots", type=Path, metavar="DIR", help="write PNG figures here")
-    return parser
-
-
-def _append_step_summary(
-    tables: Sequence[Table], verdicts: Sequence[GateVerdict], markdown: str | None = None
-) -> None:
-    """Append the Markdown comparison to ``$GITHUB_STEP_SUMMARY`` when CI provides one
-    (``markdown``: that text when already rendered)."""
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not summary:
-        return
-    if markdown is None:
-        markdown = "\n".join(render_markdown(table) for table in tables)
-        markdown += "".join("\n" + render_verdict(v, "markdown") for v in verdicts)
-    try:
-        with open(summary, "a", encoding="utf-8") as handle:
-            handle.write(markdown + "\n")
-    except OSError as exc:
-        print(f"edgeenergy compare: warning: GITHUB_STEP_SUMMARY {summary}: {exc}", file=sys.stderr)
-
-
-def _error(message: str) -> int:
-    print(f"edgeenergy compare: error: {message}", file=sys.stderr)
-    return 2
-
-
-def compare_main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``edgeenergy compare``; returns the exit status (0, 1 or 2)."""
-    with gc_paused():
-        return _compare_main(argv)
-
-
-def _compare_main(argv: Sequence[str] | None) -> int:
-    try:
-        args = _parser().parse_args(list(argv) if argv is not None else None)
-    except SystemExit as exc:  # argparse has printed usage and the error
-        return exc.code if isinstance(exc.code, int) else 2
-    try:
-        exprs = [parse_expr(e) for e in args.fail]
-    except GateExprError as exc:
-        return _error(str(exc))
-    if args.fail_insufficient and not exprs:
-        return _error("--fail-insufficient makes a gate strict, but no gate is given (--fail)")
-    fmt: Format = args.format
-    # realpath, not Path.resolve: a loop of links is the loader's to word, not a traceback
-    inputs = {os.path.realpath(p) for p in args.reports}
-    if args.baseline is not None and args.baseline.is_file():
-        inputs.add(os.path.realpath(args.baseline))
-    if args.output is not None and os.path.realpath(args.output) in inputs:
-        return _error(f"--output {args.output} is one of the input reports; not overwritten")
-    gate_metrics = expr_metrics(exprs) if exprs else None
-    builder = _TableBuilder(markdown=fmt == "markdown", join=args.join)
-    gater = _Gater(exprs, args.baseline, strict=args.fail_insufficient) if exprs else None
-    sources: list[Source] = []
-    try:
-        stream: Iterator[tuple[str, Digest]]
-        if fmt == "html" or args.plots is not None:  # plots need whole reports
-            for path in args.reports:
-                report = load_report(path)
-                require_tests(report, path)
-                sources.append(Source(str(path), report))
-            stream = (
-                (s.name, digest(s.report, gate_metrics, source=s.name, join=args.join))
-                for s in sources
-            )
-        else:
-            stream = digest_stream(args.reports, gate_metrics, join=args.join)
-        # Each report is tabled and gated as soon as it and all before it are read; an
-        # error of reading wins over a gate's, as when the gates ran after all reading.
-        gate_error: ReportError | GateExprError | None = None
-        for name, report_digest in stream:
-            builder.add(name, report_digest)
-            if gater is not None and gate_error is None:
-                try:
-                    gater.add(name, report_digest)
-                except (ReportError, GateExprError) as exc:
-                    gate_error = exc
-        if gate_error is not None:
-            raise gate_error
-    except (ReportError, GateExprError) as exc:
-        return _error(str(exc))
-    if exprs and args.baseline is None and builder.count < 2:
-        return _error("--fail needs a --baseline or at least two reports to compare")
-    verdicts = gater.verdicts if gater is not None else []
-
-    messages = gater.messages if gater is not None else []
-    shown = [] if fmt == "csv" else builder.display()
-    if shown:
-        shown[-1][0].notes.extend(messages)
-    tables = [table for table, _ in shown]
-    try:
-        if fmt == "html":
-            document = _html(tables, verdicts, sources)
-        else:
-            if fmt == "markdown":
-                document = "\n".join(render_markdown(t, rendered=lines) for t, lines in shown)
-            elif fmt == "csv":
-                document = render_csv(builder.table())
-            else:
-                document = "\n".join(render_text(table, wrap_notes=True) for table in tables)
-            if fmt != "csv":
-                document += "".join("\n" + render_verdict(v, fmt) for v in verdicts)
-        if args.output is not None:
-            args.output.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(args.output, [document])
-        else:
-            sys.stdout.write(document)
-        if fmt == "csv":
-            for verdict in verdicts:
-                sys.stderr.write(render_verdict(verdict, "table"))
-        if fmt == "csv" and os.environ.get("GITHUB_STEP_SUMMARY"):
-            tables = [table for table, _ in builder.display()]
-            tables[-1].notes.extend(messages)
-        _append_step_summary(tables, verdicts, document if fmt == "markdown" else None)
-        if args.plots is not None:
-            for line in _plots(sources, args.plots).lines():
-                print(line, file=sys.stderr)
-    except OSError as exc:
-        return _error(f"{exc.filename or ''}: {exc.strerror or exc}")
-    return 1 if any(v.failed for v in verdicts) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(compare_main())

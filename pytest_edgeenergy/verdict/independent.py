@@ -13,12 +13,12 @@ point, on the same device (fingerprint), is compared:
   to their mean for a relative threshold; with several baseline runs, the run-to-run
   spread) is larger than the threshold: such repeats cannot show a change of that size;
 * ``regression`` / ``improvement``: over the threshold and significant; "worse" means higher
-  except for metrics in :data:`~.model.HIGHER_IS_BETTER`;
+  except for metrics in :data:`~pytest_edgeenergy.report.model.HIGHER_IS_BETTER`;
 * ``no-baseline``: the baseline has no such test at that operating point.
 
 With several baseline runs (a directory of earlier reports of the device), a test found
 passed in two or more of them is judged against their run-to-run spread instead (see
-:func:`.gate_stats.between_runs_p`): repeats inside one run understate the noise between
+:func:`.stats.between_runs_p`): repeats inside one run understate the noise between
 runs. For each operating point and relative expression, the tests are also judged together
 (a ``suite`` row: geometric-mean change, one-sided Wilcoxon signed-rank over the per-test
 log-ratios, and with several baseline runs outside their spread too), so that a change
@@ -26,7 +26,7 @@ every test shows is caught when each test has too few repeats to show it alone.
 
 Regressions fail the gate, and so do ``insufficient`` rows when the gate is strict. A
 baseline from another device, or whose total energy is defined otherwise (another total
-rail, a sum of other rails, another power source: :func:`.baselines.total_definition`), is
+rail, a sum of other rails, another power source: :func:`report.baselines.total_definition`), is
 never used. An expression naming a metric that no result
 of the gated report carries is a :class:`GateExprError` (a usage error), never a silent pass.
 """
@@ -34,204 +34,41 @@ of the gated report carries is a :class:`GateExprError` (a usage error), never a
 from __future__ import annotations
 
 import functools
-import html
 import itertools
 import math
-import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from statistics import fmean
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
-from pytest_edgeenergy.report import gate_stats
 from pytest_edgeenergy.report.baselines import (
     BASELINE_RUNS,
     BaselineError,
-    TotalDefinition,
     describe,
     find_baselines,
     not_comparable,
-    total_definition,
 )
-from pytest_edgeenergy.report.keys import op_key, op_label
-from pytest_edgeenergy.report.metric_names import carried_hint, did_you_mean, higher_is_better
-from pytest_edgeenergy.report.model import METRIC_UNITS, device_label
-from pytest_edgeenergy.report.tables import (
-    Change,
-    Format,
-    Table,
-    fold_columns,
-    render,
-    render_html_table,
+from pytest_edgeenergy.report.keys import op_label
+from pytest_edgeenergy.report.metric_names import higher_is_better
+from pytest_edgeenergy.report.model import device_label
+from pytest_edgeenergy.verdict import stats as gate_stats
+from pytest_edgeenergy.verdict.expr import (
+    ALLOWED_FORMS,
+    GateExpr,
+    GateExprError,
+    _as_expr,
+    unit_family,
+)
+from pytest_edgeenergy.verdict.model import GateRow, GateVerdict, Verdict
+from pytest_edgeenergy.verdict.view import (
+    GateColumn,
+    GateNeeds,
+    GateView,
+    expr_metrics,
+    gate_view,
+    require_carried,
 )
 from pytest_edgeenergy.words import counted
-
-from ..errors import EdgeEnergyError
-
-STATISTICS = ("mean", "median", "min", "max")
-
-ALLOWED_FORMS = """\
-allowed gate expressions are METRIC:STATISTIC:THRESHOLD, for example
-  energy_per_item:mean:5%     relative: fail when the mean rises more than 5 %
-  energy_j:median:0.02J       absolute, energy: J, mJ, uJ, kJ
-  latency_p90:mean:10ms       absolute, time: s, ms, us
-  power_mean:mean:0.5W        absolute, power: W, mW
-  memory_peak:max:50MB        absolute, memory: B, kB, MB, GB, KiB, MiB, GiB
-  throughput:mean:2items/s    absolute, rate: items/s
-  edp:mean:0.01J*s            absolute, energy-delay: J*s, mJ*s
-STATISTIC is one of mean, median, min, max; an absolute unit must match the metric's unit
-(J/item metrics take energy units, per item)"""
-
-_UNIT_SCALES: dict[str, dict[str, float]] = {
-    "J": {"J": 1.0, "mJ": 1e-3, "uJ": 1e-6, "µJ": 1e-6, "kJ": 1e3},
-    "s": {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6},
-    "W": {"W": 1.0, "mW": 1e-3, "kW": 1e3},
-    "B": {"B": 1.0, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9}
-    | {"KiB": 1024.0, "MiB": 1024.0**2, "GiB": 1024.0**3},
-    "items/s": {"items/s": 1.0, "item/s": 1.0},
-    "J·s": {"J·s": 1.0, "J*s": 1.0, "Js": 1.0, "mJ·s": 1e-3, "mJ*s": 1e-3},
-}
-_SUFFIX_FAMILY = {suffix: family for family, s in _UNIT_SCALES.items() for suffix in s}
-_THRESHOLD = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*(%|\S+)$")
-
-Verdict = Literal["regression", "improvement", "within", "insufficient", "no-baseline"]
-
-
-class GateExprError(EdgeEnergyError, ValueError):
-    """A gate expression is unusable (a usage error): it cannot be parsed (the message lists
-    the allowed forms), or it names a metric that no result of the gated report carries (the
-    message lists the metrics present)."""
-
-
-def unit_family(unit: str) -> str:
-    """The unit a threshold must be given in: ``J/item`` -> ``J``, ``J*s`` -> ``J·s``."""
-    if unit.endswith("/item"):
-        unit = unit[: -len("/item")]
-    return _SUFFIX_FAMILY.get(unit, unit)
-
-
-@dataclass(frozen=True)
-class GateExpr:
-    """A parsed ``metric:statistic:threshold``; absolute thresholds in the family's base
-    unit (J, s, W, B, items/s, J·s), relative ones as a fraction (5 % -> 0.05)."""
-
-    metric: str
-    statistic: str
-    threshold: float
-    relative: bool
-    family: str | None
-    text: str
-
-    @cached_property
-    def threshold_text(self) -> str:
-        """The threshold for display: ``5%`` or ``0.01s``."""
-        if self.relative:
-            return f"{self.threshold * 100:g}%"
-        return f"{self.threshold:g}{self.family}"
-
-
-def parse_expr(text: str) -> GateExpr:
-    """Parse ``metric:statistic:threshold``; :class:`GateExprError` lists the allowed forms."""
-
-    def bad(why: str) -> GateExprError:
-        return GateExprError(f"gate expression {text!r}: {why}\n{ALLOWED_FORMS}")
-
-    parts = [p.strip() for p in text.strip().split(":")]
-    if len(parts) != 3 or not all(parts):
-        raise bad("expected three parts separated by ':'")
-    metric, statistic, threshold = parts
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", metric):
-        raise bad(f"metric {metric!r} is not a metric name")
-    if statistic not in STATISTICS:
-        hint = did_you_mean(statistic, STATISTICS)
-        raise bad(f"statistic {statistic!r} is not one of {', '.join(STATISTICS)}{hint}")
-    match = _THRESHOLD.match(threshold)
-    if not match:
-        raise bad(f"threshold {threshold!r} is not a number followed by % or a unit")
-    suffix = match.group(2)
-    number = float(threshold[: len(threshold) - len(suffix)].strip())
-    if suffix == "%":
-        return GateExpr(metric, statistic, number / 100.0, True, None, text.strip())
-    family = _SUFFIX_FAMILY.get(suffix)
-    if family is None:
-        raise bad(f"unit {suffix!r} is not a known unit")
-    if metric in METRIC_UNITS and unit_family(METRIC_UNITS[metric]) != family:
-        raise bad(f"unit {suffix!r} measures {family} but {metric} is in {METRIC_UNITS[metric]}")
-    scale = _UNIT_SCALES[family][suffix]
-    return GateExpr(metric, statistic, number * scale, False, family, text.strip())
-
-
-def _as_expr(expr: str | GateExpr) -> GateExpr:
-    return expr if isinstance(expr, GateExpr) else parse_expr(expr)
-
-
-class GateRow(NamedTuple):
-    """One test x expression outcome (``change_pct`` is (new - baseline) / |baseline|)."""
-
-    test_id: str
-    metric: str
-    statistic: str
-    threshold: str
-    baseline: float | None
-    new: float | None
-    change_pct: float | None
-    p_value: float | None
-    verdict: Verdict
-    note: str = ""
-
-
-@dataclass
-class GateVerdict:
-    """The outcome of one gate: a row per test x expression, a row per suite (operating
-    point x relative expression, see the module docstring), and messages for the reader.
-
-    ``strict``: ``insufficient`` rows fail the gate too. ``runs``: baseline runs read.
-    """
-
-    rows: list[GateRow] = field(default_factory=list)
-    messages: list[str] = field(default_factory=list)
-    baseline: str = ""
-    new: str = "this run"
-    device_matched: bool = True
-    suite: list[GateRow] = field(default_factory=list)
-    strict: bool = False
-    runs: int = 1
-    suite_note: str = (
-        "suite: the tests of one operating point judged together (geometric-mean change, "
-        "one-sided Wilcoxon signed-rank over the per-test log-ratios)"
-    )
-    """How the suite rows were judged (a paired verdict says its own method)."""
-
-    @property
-    def regressions(self) -> int:
-        """Regression rows, per test and per suite."""
-        return self.count("regression") + self.suite_count("regression")
-
-    @property
-    def failed(self) -> bool:
-        return self.regressions > 0 or (self.strict and self.count("insufficient") > 0)
-
-    @property
-    def matched(self) -> int:
-        """Rows that found a baseline test."""
-        return sum(1 for r in self.rows if r.verdict != "no-baseline")
-
-    def count(self, verdict: Verdict) -> int:
-        return sum(1 for r in self.rows if r.verdict == verdict)
-
-    def suite_count(self, verdict: Verdict) -> int:
-        return sum(1 for r in self.suite if r.verdict == verdict)
-
-    def failure_reason(self) -> str:
-        """Why the gate failed, e.g. ``2 significant regressions``; empty when it passed."""
-        reasons = []
-        if self.regressions:
-            reasons.append(f"{counted(self.regressions, 'significant regression')}")
-        if self.strict and self.count("insufficient"):
-            reasons.append(f"{self.count('insufficient')} insufficient, strict gate")
-        return "; ".join(reasons)
 
 
 def _exprs_for(
@@ -244,147 +81,6 @@ def _exprs_for(
         return list(exprs)
     replaced = {(e.metric, e.statistic) for e in own}
     return [e for e in exprs if (e.metric, e.statistic) not in replaced] + list(own)
-
-
-@dataclass(frozen=True)
-class GateColumn:
-    """One gated metric across a report's tests (position i: the report's test i).
-
-    ``present[i]``: test i has the metric (always False for skipped tests, never judged);
-    ``statistics[s][i]``: ``stats[s]``, or ``value`` for a metric without stats; the
-    samples of test i are ``samples[starts[i]:starts[i + 1]]``; ``spreads[i]``: the
-    repeats' ``(mean, stdev)`` from the stats (None without stats or with one repeat).
-    """
-
-    present: list[bool]
-    units: list[str | None]
-    statistics: dict[str, list[float | None]]
-    starts: list[int]
-    samples: list[float]
-    spreads: list[tuple[float, float] | None] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class GateView:
-    """What the gate reads of one report: its device and, per test in order, id, requested
-    operating point (:func:`.keys.op_key`), status and the gated metrics (by column).
-
-    Kept in plain lists, it is small and quick to pickle next to the report, so reports can
-    be read in worker processes and only their views sent back (see :func:`gate_view`).
-    """
-
-    device: Mapping[str, Any]
-    ids: list[str]
-    ops: list[str]
-    statuses: list[str]
-    metrics: dict[str, GateColumn]
-    names: tuple[str, ...] = ()
-    """Every metric name the report's (not skipped) results carry, sorted; filled only when
-    some gated metric is carried by none of them (for :func:`require_carried`'s message)."""
-    total: TotalDefinition | None = None
-    """How the report's total energy is defined (None: from ``device`` alone)."""
-
-    @property
-    def total_definition(self) -> TotalDefinition:
-        return self.total or total_definition({"device": self.device})
-
-
-GateNeeds = Mapping[str, Collection[str]]
-"""Metric name -> the statistics a gate reads of it."""
-
-
-def expr_metrics(
-    exprs: Iterable[GateExpr], overrides: Mapping[str, Iterable[GateExpr]] | None = None
-) -> dict[str, frozenset[str]]:
-    """The metrics a gate with ``exprs`` (and ``overrides``) reads, with their statistics."""
-    needs: dict[str, set[str]] = {}
-    for expr in itertools.chain(exprs, *(overrides or {}).values()):
-        needs.setdefault(expr.metric, set()).add(expr.statistic)
-    return {name: frozenset(statistics) for name, statistics in needs.items()}
-
-
-def gate_view(report: Mapping[str, Any], needs: GateNeeds) -> GateView:
-    """The part of ``report`` that a gate reading ``needs`` (see :func:`expr_metrics`) reads."""
-    # Repeated strings become one object each, which pickling then writes once.
-    strings: dict[Any, Any] = {}
-    share = strings.setdefault
-    ids: list[str] = []
-    ops: list[str] = []
-    statuses: list[str] = []
-    columns = {
-        name: GateColumn([], [], {s: [] for s in statistics}, [0], [], [])
-        for name, statistics in needs.items()
-    }
-    plan = [
-        (
-            name,
-            column.present.append,
-            column.units.append,
-            list(column.statistics.items()),
-            column.starts.append,
-            column.samples,
-            column.spreads.append,
-        )
-        for name, column in columns.items()
-    ]
-    for test in report["tests"]:
-        status = test["status"]
-        status = share(status, status)
-        ids.append(test["id"])
-        ops.append(op_key(test["params"]))
-        statuses.append(status)
-        own = test["metrics"] if status != "skipped" else {}
-        for name, present, units, statistics, starts, samples, spreads in plan:
-            metric = own.get(name)
-            if metric is None:
-                present(False)
-                units(None)
-                spreads(None)
-                for _, values in statistics:
-                    values.append(None)
-            else:
-                present(True)
-                unit = metric.get("unit")
-                units(share(unit, unit))
-                stats = metric.get("stats")
-                if stats:
-                    for s, values in statistics:
-                        value = stats.get(s)
-                        values.append(float(value) if value is not None else None)
-                    mean, stdev = stats.get("mean"), stats.get("stdev")
-                    known = mean is not None and stdev is not None
-                    spreads((float(mean), float(stdev)) if known else None)
-                else:
-                    value = metric.get("value")
-                    number = float(value) if value is not None else None
-                    for _, values in statistics:
-                        values.append(number)
-                    spreads(None)
-                samples += metric.get("samples") or ()
-            starts(len(samples))
-    names: tuple[str, ...] = ()
-    if any(True not in column.present for column in columns.values()):
-        names = tuple(
-            sorted({n for t in report["tests"] if t["status"] != "skipped" for n in t["metrics"]})
-        )
-    total = total_definition(report)
-    return GateView(report["device"], ids, ops, statuses, columns, names, total)
-
-
-def require_carried(view: GateView, exprs: Iterable[GateExpr], name: str = "this run") -> None:
-    """Raise :class:`GateExprError` for an expression whose metric no result of ``view``
-    carries, naming the metrics present (a gate that would silently compare nothing). A
-    report whose results carry no metric at all (all skipped or failed) passes: nothing
-    was measured, and the gate says so."""
-    for expr in exprs:
-        column = view.metrics.get(expr.metric)
-        if column is None or True in column.present or not view.names:
-            continue
-        raise GateExprError(
-            f"gate expression {expr.text!r}: no result of {name} carries the metric "
-            f"{expr.metric!r}{carried_hint(expr.metric, view.names)}; metrics present: "
-            f"{', '.join(view.names)}"
-        )
 
 
 # A GateRow from a full tuple of its fields, without the Python-level __new__ (rows by the
@@ -605,7 +301,7 @@ def _comparable(
     views: Sequence[GateView], new: GateView, baseline_name: str, messages: list[str]
 ) -> list[GateView]:
     """The baseline views whose total energy is defined as ``new``'s; the others are left
-    out with a message, and :class:`.baselines.BaselineError` when none is left."""
+    out with a message, and :class:`report.baselines.BaselineError` when none is left."""
     new_total = new.total_definition
     kept: list[GateView] = []
     problems: dict[str, int] = {}
@@ -785,7 +481,7 @@ def _add_runs(suites: dict[tuple[str, str], _Suite], item: _Runs) -> None:
 def _judge_runs(item: _Runs, typical: float, alpha: float) -> GateRow:
     """A test against several baseline runs: the baseline is the geometric mean of their
     statistic; a change over the threshold counts when it is outside their run-to-run
-    spread (:func:`.gate_stats.between_runs_p`)."""
+    spread (:func:`.stats.between_runs_p`)."""
     expr = item.expr
     head = (item.test_id, expr.metric, expr.statistic, expr.threshold_text)
     runs = len(item.logs)
@@ -817,7 +513,7 @@ def _judge_runs(item: _Runs, typical: float, alpha: float) -> GateRow:
 
 
 def _judge_suites(suites: Mapping[tuple[str, str], _Suite], alpha: float) -> list[GateRow]:
-    """A row per suite of at least :func:`.gate_stats.min_suite_tests` tests: the
+    """A row per suite of at least :func:`.stats.min_suite_tests` tests: the
     geometric-mean change over the threshold and a one-sided Wilcoxon signed-rank test of
     the per-test log-ratios; with several baseline runs, the mean log change must also be
     outside the spread of the runs' own offsets."""
@@ -863,7 +559,7 @@ def gate_against(
     runs: int = BASELINE_RUNS,
     new_name: str = "this run",
 ) -> GateVerdict:
-    """Find the baseline runs (file or directory, see :func:`.baselines.find_baselines`)
+    """Find the baseline runs (file or directory, see :func:`report.baselines.find_baselines`)
     and evaluate. An expression no result of ``new_report`` carries raises
     :class:`GateExprError` even when there is no baseline yet."""
     parsed = [_as_expr(e) for e in exprs]
@@ -887,219 +583,3 @@ def gate_against(
     )
     verdict.messages[:0] = messages
     return verdict
-
-
-# ---------------------------------------------------------------------------------------
-# rendering
-
-_VERDICT_COLUMNS = [
-    "test",
-    "metric",
-    "threshold",
-    "baseline",
-    "new",
-    "change %",
-    "p-value",
-    "verdict",
-    "note",
-]
-
-
-_COUNTED: tuple[tuple[Verdict, str, str], ...] = (
-    ("regression", "regression", "regressions"),
-    ("improvement", "improvement", "improvements"),
-    ("within", "within", "within"),
-    ("insufficient", "insufficient", "insufficient"),
-    ("no-baseline", "without baseline", "without baseline"),
-)
-
-
-def _counts(count: Callable[[Verdict], int], verdicts: Collection[Verdict] = ()) -> str:
-    """``2 regressions, 6 within``: the rows of each verdict (of ``verdicts`` when given)."""
-    return ", ".join(
-        counted(n, noun, many)
-        for v, noun, many in _COUNTED
-        if (not verdicts or v in verdicts) and (n := count(v))
-    )
-
-
-def _all_counts(verdict: GateVerdict, verdicts: Collection[Verdict] = ()) -> str:
-    """The test rows' counts, then the suite rows' (``8 within; suite-level: 1 within``)."""
-    tests = _counts(verdict.count, verdicts)
-    suite = _counts(verdict.suite_count, verdicts)
-    return "; ".join(part for part in (tests, suite and f"suite-level: {suite}") if part)
-
-
-STRICT_OPTION = "--fail-insufficient"
-"""The option that makes the gate strict, as ``edgeenergy`` names it (pytest:
-``--edge-fail-insufficient``)."""
-
-_DECIDED: tuple[Verdict, ...] = ("regression", "improvement", "within")
-
-_WHY_INSUFFICIENT = (
-    "too few repeats or rounds to tell the change from the threshold, repeats spread wider "
-    "than the threshold, or a failed or invalid result: each row's note says which"
-)
-
-
-def _why_undecided(verdict: GateVerdict) -> str:
-    """Why the insufficient rows could not be decided: their note when they share one,
-    else what makes a row insufficient."""
-    notes = {r.note for r in itertools.chain(verdict.rows, verdict.suite) if r.verdict == _INS}
-    if len(notes) == 1 and "" not in notes:
-        return notes.pop()
-    return _WHY_INSUFFICIENT
-
-
-def _decided(verdict: GateVerdict) -> tuple[int, int]:
-    """Rows (tests and suites) decided, and rows that could not be (``insufficient``)."""
-    decided = sum(verdict.count(v) + verdict.suite_count(v) for v in _DECIDED)
-    return decided, verdict.count(_INS) + verdict.suite_count(_INS)
-
-
-def _none_of(rows: int) -> str:
-    return "the one row could not" if rows == 1 else f"none of {rows} rows could"
-
-
-def headline(verdict: GateVerdict, strict_option: str = STRICT_OPTION) -> str:
-    """The verdict's summary line, claiming no more than was decided: ``gate FAILED: 2
-    regressions, 6 within``, ``gate passed: 8 within``; with rows that could not be decided
-    (``insufficient``) and no failure, ``gate passed on 3 of 5 rows (...)`` or, when none
-    was decided, ``gate NOT DECIDED: ...``, each saying how many, why, and that
-    ``strict_option`` would fail the gate (when a test's row is among them: a suite's does
-    not fail a strict gate). Every gate's front end says this line."""
-    if verdict.failed:
-        line = f"gate FAILED: {_all_counts(verdict)}"
-        if verdict.strict and verdict.count(_INS):
-            line += f" (strict: insufficient fails); not decided: {_why_undecided(verdict)}"
-        return line
-    decided, undecided = _decided(verdict)
-    if not undecided:
-        return f"gate passed: {_all_counts(verdict) or 'nothing compared'}"
-    why = f"(insufficient: {_why_undecided(verdict)})"
-    without = verdict.count("no-baseline")
-    without_text = f", {without} without baseline" if without else ""
-    # A strict gate fails on tests' insufficient rows, not on a suite's.
-    strict = f"; {strict_option} would fail the gate" if verdict.count(_INS) else ""
-    if decided:
-        counts = _all_counts(verdict, _DECIDED)
-        return (
-            f"gate passed on {decided} of {decided + undecided} rows ({counts}){without_text}; "
-            f"{undecided} could not be decided {why}{strict}"
-        )
-    return f"gate NOT DECIDED: {_none_of(undecided)} be decided {why}{without_text}{strict}"
-
-
-def gate_outcome(verdict: GateVerdict, strict_option: str = STRICT_OPTION) -> str:
-    """The outcome in a few words, for a front end's last line: ``passed``, ``FAILED (2
-    significant regressions)``, ``NOT DECIDED (...)`` or ``passed on 3 of 5 rows (...)``
-    (the :func:`headline` says the rest)."""
-    if verdict.failed:
-        return f"FAILED ({verdict.failure_reason()})"
-    decided, undecided = _decided(verdict)
-    if not undecided:
-        return "passed"
-    why = f"{undecided} could not be decided"
-    if verdict.count(_INS):
-        why += f"; {strict_option} would fail it"
-    if decided:
-        return f"passed on {decided} of {decided + undecided} rows ({why})"
-    return f"NOT DECIDED ({why})"
-
-
-def _table_row(r: GateRow) -> list[Any]:
-    return [
-        r.test_id,
-        f"{r.metric}:{r.statistic}",
-        r.threshold,
-        r.baseline,
-        r.new,
-        Change(r.change_pct) if r.change_pct is not None else None,
-        r.p_value,
-        r.verdict.upper() if r.verdict == "regression" else r.verdict,
-        r.note,
-    ]
-
-
-WITHIN_SHOWN = 20
-"""``within`` rows a verdict table shows (those that changed most), beside every other row."""
-
-
-def _shown_rows(rows: Sequence[GateRow], all_rows: bool) -> tuple[list[GateRow], list[GateRow]]:
-    """The rows a verdict table shows, in order, and the ``within`` rows it leaves out:
-    every row that is not ``within``, and the :data:`WITHIN_SHOWN` within rows that changed
-    most (every row with ``all_rows``)."""
-    within = [r for r in rows if r.verdict == "within"]
-    if all_rows or len(within) <= WITHIN_SHOWN:
-        return list(rows), []
-    ranked = sorted(within, key=lambda r: -abs(r.change_pct or 0.0))
-    kept = {id(r) for r in ranked[:WITHIN_SHOWN]}
-    shown = [r for r in rows if r.verdict != "within" or id(r) in kept]
-    return shown, [r for r in within if id(r) not in kept]
-
-
-def _left_out(rows: Sequence[GateRow]) -> str:
-    changes = [r.change_pct for r in rows if r.change_pct is not None]
-    span = f" (change {min(changes):+.2f} % .. {max(changes):+.2f} %)" if changes else ""
-    return f"{counted(len(rows), 'more row')} within the threshold not shown{span}"
-
-
-def verdict_table(
-    verdict: GateVerdict, *, all_rows: bool = False, strict_option: str = STRICT_OPTION
-) -> Table:
-    """The verdict as a table: every judged row with its baseline, new value and change,
-    ``within`` rows too (the :data:`WITHIN_SHOWN` that changed most unless ``all_rows``).
-    The last note is the :func:`headline` (``gate passed: 8 within``).
-
-    With ``all_rows`` (CSV) the table has every column; otherwise the metric and threshold
-    that every row shares are said once above the table, and a column empty on every row
-    (p-value, note) is left out."""
-    table = Table(
-        list(_VERDICT_COLUMNS), title=f"Energy gate: {verdict.new} against {verdict.baseline}"
-    )
-    tests, hidden = _shown_rows(verdict.rows, all_rows)
-    suites, hidden_suites = _shown_rows(verdict.suite, all_rows)
-    table.rows.extend(_table_row(r) for r in tests + suites)
-    notes = table.notes
-    notes.extend(verdict.messages)
-    if hidden or hidden_suites:
-        notes.append(_left_out(hidden + hidden_suites))
-    if verdict.runs > 1:
-        notes.append(
-            f"baseline: geometric mean over the {verdict.runs} baseline runs holding a test; "
-            "a change must be outside their run-to-run spread"
-        )
-    if verdict.suite:
-        notes.append(verdict.suite_note)
-    notes.append(headline(verdict, strict_option))
-    if all_rows:
-        return table
-    return fold_columns(table, ["metric", "threshold"], empty=["p-value", "note"])
-
-
-def _notes_only(table: Table, fmt: Format) -> str:
-    """A table without rows: its title and notes, no empty header."""
-    if fmt == "markdown":
-        return f"### {table.title}\n\n" + "".join(f"- {n}\n" for n in table.notes)
-    if fmt == "html":
-        items = "".join(f"<li>{html.escape(n)}</li>" for n in table.notes)
-        return f"<h2>{html.escape(table.title)}</h2>\n<ul>{items}</ul>\n"
-    return "\n".join([table.title, *table.notes]) + "\n"
-
-
-def render_verdict(
-    verdict: GateVerdict,
-    fmt: Format = "table",
-    *,
-    all_rows: bool = False,
-    strict_option: str = STRICT_OPTION,
-) -> str:
-    """Render a verdict as ``table``, ``markdown``, ``csv`` or ``html`` (fragment); with no
-    row to show, text formats give the title and notes only. ``strict_option``: the option
-    that makes this front end's gate strict, named by the :func:`headline`."""
-    table = verdict_table(verdict, all_rows=all_rows or fmt == "csv", strict_option=strict_option)
-    if not table.rows and fmt != "csv":
-        return _notes_only(table, fmt)
-    if fmt == "html":
-        return render_html_table(table)
-    return render(table, fmt)

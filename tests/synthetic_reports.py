@@ -1,4 +1,5 @@
-"""Synthetic but well-formed reports, for tests, benchmarks and demonstrations.
+"""Synthetic but well-formed reports, for the tests and the benchmarks (``from
+synthetic_reports import synthetic_report``; the benchmarks put tests/ on their path).
 
 The numbers follow a toy model with the studies' shape (power linear in GPU frequency,
 latency flattening at high frequency, energy per item falling with batch size) plus
