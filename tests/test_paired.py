@@ -30,10 +30,9 @@ from pytest_edgeenergy.verdict.paired import (
     look_alpha,
     paired_verdict,
     spent_alpha,
-    t_isf,
-    t_sf,
     trimmed_centre,
 )
+from pytest_edgeenergy.verdict.stats import t_isf, t_sf
 
 Pair = tuple[dict[str, Any], dict[str, Any]]
 ORIN = Identity(

@@ -1,6 +1,6 @@
 """``edgeenergy ab``: the command line, a live A/B run, and the offline ``--reports`` form
 (the run itself: :mod:`pytest_edgeenergy.ab.driver`; the verdict:
-:func:`pytest_edgeenergy.verdict.paired.ab_verdict`).
+:func:`pytest_edgeenergy.verdict.judge` of its :class:`~pytest_edgeenergy.verdict.AbRounds`).
 
 Exit codes, as ``compare``: 0 the gate passed, 1 a significant regression (or, with
 ``--fail-insufficient``, a test that could not be judged), 2 bad input: a bad ref or
@@ -26,9 +26,9 @@ from ..errors import EdgeEnergyError
 from ..present.verdict import render_verdict
 from ..ranges import IntRange
 from ..report.load import load_report, require_tests
+from ..verdict import AbRounds, judge
 from ..verdict.expr import GateExpr, parse_expr
 from ..verdict.model import GateVerdict
-from ..verdict.paired import ab_verdict
 from ..words import counted
 
 ROUNDS = IntRange(2, 100)
@@ -273,6 +273,7 @@ def _offline(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
             f"{ROUNDS.low:g} at least (A1 B1 A2 B2)"
         )
     check_pair(pairs[0], exprs, ("A", "B"))
-    verdict = ab_verdict(pairs, exprs, min(args.rounds, n), n, args.fail_insufficient, names)
+    rounds = AbRounds(pairs, min(args.rounds, n), n, names)
+    verdict = judge(rounds, None, exprs, strict=args.fail_insufficient)
     _show(verdict, [how, *_rounds_lines(verdict)], args.format, None)
     return 1 if verdict.failed else 0
