@@ -5,7 +5,8 @@
 Exit codes, as ``compare``: 0 the gate passed, 1 a significant regression (or, with
 ``--fail-insufficient``, a test that could not be judged), 2 bad input: a bad ref or
 directory, a bad option, a session that did not run to the end (naming the round and the
-side, with its last lines), reports of different devices, an odd number of reports.
+side, with its last lines), reports of different devices, an odd number of reports, scipy
+missing (the ``[analysis]`` extra; checked before any round).
 130 after Ctrl-C, 143 after SIGTERM (the worktrees, the virtual board and the lock are
 cleaned up first).
 """
@@ -23,6 +24,7 @@ from ..ab import AbError, Terminated
 from ..ab.driver import AbPlan, check_pair, pair_reports, run_live, same_device
 from ..bench.settings import REPEATS
 from ..errors import EdgeEnergyError
+from ..extras import require
 from ..present.verdict import render_verdict
 from ..ranges import IntRange
 from ..report.load import load_report, require_tests
@@ -156,7 +158,10 @@ def _split_dashes(argv: list[str]) -> tuple[list[str], list[str] | None]:
 def _exprs(args: argparse.Namespace) -> list[GateExpr]:
     if not args.fail:
         raise AbError("give the gate with --fail EXPR, e.g. --fail energy_per_item:mean:5%")
-    return [parse_expr(e) for e in args.fail]
+    exprs = [parse_expr(e) for e in args.fail]
+    # The verdict's Student t is scipy's: missing, say so before any round is measured.
+    require("scipy", "analysis", "the A/B verdict (edgeenergy ab)")
+    return exprs
 
 
 def _max_rounds(args: argparse.Namespace) -> int:
