@@ -222,6 +222,23 @@ def test_compare_without_the_analysis_extra_exits_2_naming_it(
     assert "Traceback" not in done.stderr
 
 
+def test_ab_without_scipy_exits_2_naming_the_extra_before_any_round(tmp_path: Path) -> None:
+    # Two directories used as they are: without the check, both would be measured first.
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "test_w.py").write_text("def test_w():\n    pass\n")
+    out = tmp_path / "out"
+    done = cli_without(
+        "scipy", "ab", "--base", str(tmp_path / "a"), "--head", str(tmp_path / "b"),
+        "--out", str(out), "--fail", "energy_per_item:mean:5%", "--", "-q",
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "the A/B verdict (edgeenergy ab) needs scipy" in done.stderr
+    assert EXTRA_HINT in done.stderr and "Traceback" not in done.stderr
+    assert not out.exists()
+
+
 def test_load_without_pandas_names_the_extra(tmp_path: Path, two_reports: list[str]) -> None:
     script = tmp_path / "load.py"
     script.write_text(

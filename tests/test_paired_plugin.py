@@ -1,4 +1,4 @@
-"""``--edge-fail`` against a baseline directory (report/paired.gate_baselines and the
+"""``--edge-fail`` against a baseline directory (verdict.judge of a BaselineDir, and the
 plugin): the paired rule when the baselines were made by ``edgeenergy ab``, otherwise the
 gate with a note that between-run drift limits what it sees, with the measured spread."""
 
@@ -27,9 +27,9 @@ from pytest_edgeenergy.report.model import (
     build_validity,
     make_metric,
 )
+from pytest_edgeenergy.verdict import BaselineDir, judge
 from pytest_edgeenergy.verdict.expr import GateExprError
 from pytest_edgeenergy.verdict.model import PairedVerdict
-from pytest_edgeenergy.verdict.paired import gate_baselines
 
 T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
 ORIN = Identity(
@@ -90,7 +90,7 @@ def test_baselines_from_other_runs_say_drift_limits_the_gate_with_their_spread(
         tmp_path / "b",
         [_report({"t::a": a, "t::b": b}, minute=i) for i, (a, b) in enumerate(runs)],
     )
-    verdict = gate_baselines(baselines, _report({"t::a": 0.1, "t::b": 0.2}, minute=9), [EXPR])
+    verdict = judge(BaselineDir(baselines), _report({"t::a": 0.1, "t::b": 0.2}, minute=9), [EXPR])
     assert not isinstance(verdict, PairedVerdict)
     (note,) = [m for m in verdict.messages if m.startswith("baselines from other runs")]
     expected = f"median {_spread_pct(*runs):.2g} % for energy_per_item:median over 2 tests"
@@ -102,7 +102,7 @@ def test_baselines_from_other_runs_say_drift_limits_the_gate_with_their_spread(
 
 def test_a_single_baseline_run_has_an_unknown_spread(tmp_path: Path) -> None:
     baselines = _save(tmp_path / "b", [_report({"t::a": 0.1}, minute=0)])
-    verdict = gate_baselines(baselines, _report({"t::a": 0.1}, minute=9), [EXPR])
+    verdict = judge(BaselineDir(baselines), _report({"t::a": 0.1}, minute=9), [EXPR])
     assert any(
         "spread of these baselines: unknown with a single run" in m for m in verdict.messages
     )
@@ -112,10 +112,10 @@ def test_no_baseline_yet_is_no_verdict_and_a_bad_expression_is_still_an_error(
     tmp_path: Path,
 ) -> None:
     new = _report({"t::a": 0.1}, minute=9)
-    verdict = gate_baselines(tmp_path / "none", new, [EXPR])
+    verdict = judge(BaselineDir(tmp_path / "none"), new, [EXPR])
     assert not verdict.rows and any("no baseline yet" in m for m in verdict.messages)
     with pytest.raises(GateExprError, match="no result of this run carries"):
-        gate_baselines(tmp_path / "none", new, ["latency_p90:median:5%"])
+        judge(BaselineDir(tmp_path / "none"), new, ["latency_p90:median:5%"])
 
 
 # -- baselines made by `edgeenergy ab`: the paired rule ---------------------------------------
@@ -135,7 +135,7 @@ def _session(rounds: int, ratio: float, tests: Sequence[str] = ("t::a", "t::b"))
 
 def test_baselines_made_by_ab_are_judged_by_the_paired_rule(tmp_path: Path) -> None:
     baselines = _save(tmp_path / "ab", _session(3, 1.3))
-    verdict = gate_baselines(baselines, _report({"t::a": 0.1}, minute=60), [EXPR])
+    verdict = judge(BaselineDir(baselines), _report({"t::a": 0.1}, minute=60), [EXPR])
     assert isinstance(verdict, PairedVerdict)
     assert [r.verdict for r in verdict.rows] == ["regression", "regression"]
     assert verdict.rounds == {"t::a": 3, "t::b": 3} and verdict.failed
@@ -151,7 +151,7 @@ def test_a_run_inside_the_session_is_paired_with_its_rounds_so_far(tmp_path: Pat
     reports.append(_report({"t::a": 0.13, "t::b": 0.13}, minute=20, ab=("A", 3)))
     baselines = _save(tmp_path / "ab", reports)
     this_run = _report({"t::a": 0.13, "t::b": 0.13}, minute=21, ab=("B", 3))
-    verdict = gate_baselines(baselines, this_run, [EXPR])
+    verdict = judge(BaselineDir(baselines), this_run, [EXPR])
     assert isinstance(verdict, PairedVerdict)
     assert verdict.rounds == {"t::a": 3, "t::b": 3}
     assert [r.verdict for r in verdict.rows] == ["within", "within"]
@@ -161,7 +161,7 @@ def test_a_run_inside_the_session_is_paired_with_its_rounds_so_far(tmp_path: Pat
 def test_ab_reports_of_one_side_only_are_baselines_from_other_runs(tmp_path: Path) -> None:
     only_a = [r for r in _session(3, 1.0) if r["ab"]["side"] == "A"]
     baselines = _save(tmp_path / "a", only_a)
-    verdict = gate_baselines(baselines, _report({"t::a": 0.12}, minute=60), [EXPR])
+    verdict = judge(BaselineDir(baselines), _report({"t::a": 0.12}, minute=60), [EXPR])
     assert not isinstance(verdict, PairedVerdict)
     assert any("between-run drift" in m and "3 runs" in m for m in verdict.messages)
 

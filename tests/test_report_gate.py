@@ -23,8 +23,9 @@ from pytest_edgeenergy.report.keys import op_key
 from pytest_edgeenergy.report.load import ReportError, load_report
 from pytest_edgeenergy.report.metric_names import name_problem, possible
 from pytest_edgeenergy.report.model import HIGHER_IS_BETTER, make_metric
+from pytest_edgeenergy.verdict import BaselineDir, judge
 from pytest_edgeenergy.verdict.expr import GateExpr, GateExprError, parse_expr, unit_family
-from pytest_edgeenergy.verdict.independent import evaluate, gate_against
+from pytest_edgeenergy.verdict.independent import evaluate
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
@@ -398,23 +399,23 @@ def test_baseline_directory_picks_newest_of_the_same_device(tmp_path: Path) -> N
     assert path == tmp_path / "b.json" and report is not None
     assert report["run_id"] == newest["run_id"]
     assert any("broken.json: truncated" in m for m in messages)
-    verdict = gate_against(tmp_path, run, ["energy_per_item:mean:5%"])
+    verdict = judge(BaselineDir(tmp_path), run, ["energy_per_item:mean:5%"])
     assert verdict.baseline == f"{tmp_path} (2 runs of this device, newest b.json)"
     assert verdict.runs == 2 and not verdict.failed
-    single = gate_against(tmp_path, run, ["energy_per_item:mean:5%"], runs=1)
+    single = judge(BaselineDir(tmp_path, runs=1), run, ["energy_per_item:mean:5%"])
     assert single.baseline == str(tmp_path / "b.json") and single.runs == 1
 
 
 def test_no_baseline_for_this_device_is_a_message(tmp_path: Path) -> None:
     _save(tmp_path / "nano.json", synthetic_report(sim_model="nano"))
     run = synthetic_report(sim_model="orin-nano")
-    verdict = gate_against(tmp_path, run, ["energy_per_item:mean:5%"])
+    verdict = judge(BaselineDir(tmp_path), run, ["energy_per_item:mean:5%"])
     assert not verdict.failed and not verdict.device_matched
     assert "no baseline for this device (sim:orin-nano (simulated)" in verdict.messages[-1]
-    file_verdict = gate_against(tmp_path / "nano.json", run, ["energy_per_item:mean:5%"])
+    file_verdict = judge(BaselineDir(tmp_path / "nano.json"), run, ["energy_per_item:mean:5%"])
     assert "no baseline for this device" in file_verdict.messages[0]
     with pytest.raises(ReportError, match="baseline file does not exist"):
-        gate_against(tmp_path / "missing.json", run, ["energy_per_item:mean:5%"])
+        judge(BaselineDir(tmp_path / "missing.json"), run, ["energy_per_item:mean:5%"])
 
 
 def test_save_baseline(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@
 ``rounds`` rounds and then one more at a time for the tests not yet decided, up to
 ``max_rounds``, and cleans everything up on every exit (SIGTERM raises
 :class:`~pytest_edgeenergy.ab.Terminated`). :func:`pair_reports` pairs saved reports for the
-offline form (``--reports``). The verdict is :func:`pytest_edgeenergy.verdict.paired.ab_verdict`.
+offline form (``--reports``). The verdict is :func:`pytest_edgeenergy.verdict.judge` of the rounds
+(:class:`~pytest_edgeenergy.verdict.AbRounds`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from typing import Any, NamedTuple
 
 from ..report.model import device_label
 from ..safefs import signals_held, sigterm_raises
+from ..verdict import AbRounds, judge
 from ..verdict.expr import GateExpr
 from ..verdict.model import GateVerdict
-from ..verdict.paired import ab_verdict
 from ..verdict.view import expr_metrics, gate_view, require_carried
 from ..words import counted
 from . import AbError
@@ -134,15 +135,21 @@ def _rounds(
         pairs.append((a.report, b.report))
         if round_no == 1:
             check_pair(pairs[0], exprs, (str(a.report_path), str(b.report_path)))
-    verdict = ab_verdict(pairs, exprs, plan.rounds, plan.max_rounds, plan.strict, names)
+    verdict = _verdict(pairs, plan, names)
     while _undecided(verdict) and len(pairs) < plan.max_rounds:
         undecided = _undecided(verdict)
         round_no = len(pairs) + 1
         say(f"round {round_no}: {counted(len(undecided), 'undecided test')} measured again")
         a, b = sessions.run_round(round_no, undecided)
         pairs.append((a.report, b.report))
-        verdict = ab_verdict(pairs, exprs, plan.rounds, plan.max_rounds, plan.strict, names)
+        verdict = _verdict(pairs, plan, names)
     return verdict, pairs
+
+
+def _verdict(pairs: Sequence[Pair], plan: AbPlan, names: tuple[str, str]) -> GateVerdict:
+    """The paired verdict of the rounds so far."""
+    rounds = AbRounds(pairs, plan.rounds, plan.max_rounds, names)
+    return judge(rounds, None, plan.exprs, strict=plan.strict)
 
 
 def _undecided(verdict: GateVerdict) -> list[str]:

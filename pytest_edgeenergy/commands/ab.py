@@ -1,11 +1,12 @@
 """``edgeenergy ab``: the command line, a live A/B run, and the offline ``--reports`` form
 (the run itself: :mod:`pytest_edgeenergy.ab.driver`; the verdict:
-:func:`pytest_edgeenergy.verdict.paired.ab_verdict`).
+:func:`pytest_edgeenergy.verdict.judge` of its :class:`~pytest_edgeenergy.verdict.AbRounds`).
 
 Exit codes, as ``compare``: 0 the gate passed, 1 a significant regression (or, with
 ``--fail-insufficient``, a test that could not be judged), 2 bad input: a bad ref or
 directory, a bad option, a session that did not run to the end (naming the round and the
-side, with its last lines), reports of different devices, an odd number of reports.
+side, with its last lines), reports of different devices, an odd number of reports, scipy
+missing (the ``[analysis]`` extra; checked before any round).
 130 after Ctrl-C, 143 after SIGTERM (the worktrees, the virtual board and the lock are
 cleaned up first).
 """
@@ -23,12 +24,13 @@ from ..ab import AbError, Terminated
 from ..ab.driver import AbPlan, check_pair, pair_reports, run_live, same_device
 from ..bench.settings import REPEATS
 from ..errors import EdgeEnergyError
+from ..extras import require
 from ..present.verdict import render_verdict
 from ..ranges import IntRange
 from ..report.load import load_report, require_tests
+from ..verdict import AbRounds, judge
 from ..verdict.expr import GateExpr, parse_expr
 from ..verdict.model import GateVerdict
-from ..verdict.paired import ab_verdict
 from ..words import counted
 
 ROUNDS = IntRange(2, 100)
@@ -156,7 +158,10 @@ def _split_dashes(argv: list[str]) -> tuple[list[str], list[str] | None]:
 def _exprs(args: argparse.Namespace) -> list[GateExpr]:
     if not args.fail:
         raise AbError("give the gate with --fail EXPR, e.g. --fail energy_per_item:mean:5%")
-    return [parse_expr(e) for e in args.fail]
+    exprs = [parse_expr(e) for e in args.fail]
+    # The verdict's Student t is scipy's: missing, say so before any round is measured.
+    require("scipy", "analysis", "the A/B verdict (edgeenergy ab)")
+    return exprs
 
 
 def _max_rounds(args: argparse.Namespace) -> int:
@@ -273,6 +278,7 @@ def _offline(args: argparse.Namespace, pytest_argv: list[str] | None) -> int:
             f"{ROUNDS.low:g} at least (A1 B1 A2 B2)"
         )
     check_pair(pairs[0], exprs, ("A", "B"))
-    verdict = ab_verdict(pairs, exprs, min(args.rounds, n), n, args.fail_insufficient, names)
+    rounds = AbRounds(pairs, min(args.rounds, n), n, names)
+    verdict = judge(rounds, None, exprs, strict=args.fail_insufficient)
     _show(verdict, [how, *_rounds_lines(verdict)], args.format, None)
     return 1 if verdict.failed else 0

@@ -24,7 +24,7 @@ from pytest_edgeenergy.extras import require
 from pytest_edgeenergy.history.errors import HistoryError
 from pytest_edgeenergy.history.page import DEFAULT_MAX_SERIES, DEFAULT_METRIC
 from pytest_edgeenergy.ranges import FloatRange, IntRange
-from pytest_edgeenergy.verdict.history import DEFAULT_WINDOW
+from pytest_edgeenergy.verdict.entry import DEFAULT_WINDOW
 from pytest_edgeenergy.words import counted
 
 if TYPE_CHECKING:
@@ -271,20 +271,18 @@ def _open(args: argparse.Namespace) -> HistoryStore:
 def _gate(args: argparse.Namespace) -> int:
     from pytest_edgeenergy.present.verdict import render_verdict
     from pytest_edgeenergy.report.load import load_report
+    from pytest_edgeenergy.verdict import History, judge
     from pytest_edgeenergy.verdict.expr import parse_expr
-    from pytest_edgeenergy.verdict.history import history_verdict
     from pytest_edgeenergy.verdict.view import expr_metrics, gate_view, require_carried
 
     exprs = [parse_expr(e) for e in args.fail]
     report = load_report(args.report)
     require_carried(gate_view(report, expr_metrics(exprs)), exprs, str(args.report))
     with _open(args) as store:
-        verdict = history_verdict(
-            store,
+        verdict = judge(
+            History(store, args.window, args.branch),
             report,
             exprs,
-            window=args.window,
-            branch=args.branch,
             strict=args.fail_insufficient,
             new_name=str(args.report),
         )

@@ -214,10 +214,10 @@ def _gate(
     that cannot be used (unreadable, no usable one in a directory, a total defined otherwise)
     is bad input, a usage error; so is an expression no result carries. Baselines made by
     ``edgeenergy ab`` are judged by its paired rule, others with a note on between-run drift
-    (:func:`.verdict.paired.gate_baselines`)."""
+    (:func:`.verdict.judge` of a :class:`.verdict.BaselineDir`)."""
     from ..report.load import ReportError, load_report
+    from ..verdict import BaselineDir, judge
     from ..verdict.expr import GateExprError
-    from ..verdict.paired import gate_baselines
 
     baseline = gate.baseline
     assert baseline is not None  # run_gate gates only with a baseline
@@ -227,8 +227,8 @@ def _gate(
         lines.append(f"edgeenergy gate: this run's report cannot be read: {e}")
         return "failed"
     try:
-        verdict = gate_baselines(
-            baseline, report, gate.fail, overrides, strict=gate.fail_insufficient
+        verdict = judge(
+            BaselineDir(baseline), report, gate.fail, overrides, strict=gate.fail_insufficient
         )
     except (GateExprError, ReportError) as e:  # a ReportError here is a baseline's
         lines.append(f"edgeenergy gate: usage error: {e}")
@@ -247,8 +247,8 @@ def _gate_history(
     from ..errors import EdgeEnergyError
     from ..history.store import open_store
     from ..report.load import ReportError, load_report
+    from ..verdict import History, judge
     from ..verdict.expr import GateExprError
-    from ..verdict.history import history_verdict
 
     assert gate.history is not None
     try:
@@ -258,13 +258,11 @@ def _gate_history(
         return "failed"
     try:
         with open_store(gate.history, create=gate.history_add) as store:
-            verdict = history_verdict(
-                store,
+            verdict = judge(
+                History(store, gate.history_window, gate.history_branch),
                 report,
                 gate.fail,
                 overrides,
-                window=gate.history_window,
-                branch=gate.history_branch,
                 strict=gate.fail_insufficient,
             )
     except (GateExprError, ReportError) as e:

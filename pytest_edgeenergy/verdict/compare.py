@@ -1,6 +1,7 @@
 """The gates of ``edgeenergy compare``: each report, in command-line order, against
 ``--baseline`` (a file or a directory of earlier runs) or, without one, against the latest
-earlier report of its device."""
+earlier report of its device; found here, judged by :func:`.entry.judge` as
+:class:`.entry.BaselineReports` (independent runs, whatever made them)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any, Protocol
 
 from pytest_edgeenergy.report.baselines import describe, find_baselines
 from pytest_edgeenergy.report.load import ReportError, load_report
+from pytest_edgeenergy.verdict.entry import BaselineReports, judge
 from pytest_edgeenergy.verdict.expr import GateExpr
-from pytest_edgeenergy.verdict.independent import evaluate_views
 from pytest_edgeenergy.verdict.model import GateVerdict
 from pytest_edgeenergy.verdict.view import GateView, expr_metrics, gate_view, require_carried
 
@@ -93,12 +94,11 @@ class CompareGates:
             base_name, earlier_view = earlier
             assert earlier_view is not None  # digested with the gated metrics
             base_view = earlier_view
-        verdict = evaluate_views(
-            base_view,
+        verdict = judge(
+            BaselineReports(base_view, base_name),
             new.gate,
             self.exprs,
             strict=self.strict,
-            baseline_name=base_name,
             new_name=name,
         )
         gated = [r for r in verdict.rows if r.verdict != "no-baseline"]

@@ -4,7 +4,9 @@ family's base unit."""
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -104,5 +106,44 @@ def parse_expr(text: str) -> GateExpr:
     return GateExpr(metric, statistic, number * scale, False, family, text.strip())
 
 
-def _as_expr(expr: str | GateExpr) -> GateExpr:
+def as_expr(expr: str | GateExpr) -> GateExpr:
+    """``expr`` parsed (:func:`parse_expr`), or itself when it already is."""
     return expr if isinstance(expr, GateExpr) else parse_expr(expr)
+
+
+Overrides = Mapping[str, Sequence[GateExpr]]
+"""Test id -> that test's own expressions (see :func:`exprs_for`)."""
+
+
+def parse_gate(
+    exprs: Iterable[str | GateExpr], overrides: Mapping[str, Iterable[str | GateExpr]] | None
+) -> tuple[list[GateExpr], dict[str, list[GateExpr]]]:
+    """A gate's expressions and its tests' own ones, parsed."""
+    parsed = [as_expr(e) for e in exprs]
+    own = {test_id: [as_expr(e) for e in es] for test_id, es in (overrides or {}).items()}
+    return parsed, own
+
+
+def every_expr(exprs: Sequence[GateExpr], own: Overrides) -> list[GateExpr]:
+    """Every expression a gate reads: the common ones, then each test's own."""
+    return list(itertools.chain(exprs, *own.values()))
+
+
+def exprs_for(test_id: str, exprs: Sequence[GateExpr], own: Overrides) -> Sequence[GateExpr]:
+    """The expressions of one test: its own (``own[test_id]``) replace the common ones on
+    the same metric and statistic; the others still apply."""
+    mine = own.get(test_id)
+    if not mine:
+        return exprs
+    replaced = {(e.metric, e.statistic) for e in mine}
+    return [e for e in exprs if (e.metric, e.statistic) not in replaced] + list(mine)
+
+
+def check_unit(expr: GateExpr, unit: str | None) -> None:
+    """:class:`GateExprError` when an absolute threshold's unit does not measure what the
+    metric's ``unit`` does (a relative threshold fits any)."""
+    if not expr.relative and unit_family(str(unit)) != expr.family:
+        raise GateExprError(
+            f"gate expression {expr.text!r}: unit {expr.family} does not match "
+            f"{expr.metric} in {unit}\n{ALLOWED_FORMS}"
+        )

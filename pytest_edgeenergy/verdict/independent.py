@@ -34,66 +34,41 @@ of the gated report carries is a :class:`GateExprError` (a usage error), never a
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from statistics import fmean
 from typing import Any, NamedTuple, cast
 
-from pytest_edgeenergy.report.baselines import (
-    BASELINE_RUNS,
-    BaselineError,
-    describe,
-    find_baselines,
-    not_comparable,
-)
-from pytest_edgeenergy.report.keys import op_label
+from pytest_edgeenergy.report.baselines import BaselineError, not_comparable
 from pytest_edgeenergy.report.metric_names import higher_is_better
 from pytest_edgeenergy.report.model import device_label
 from pytest_edgeenergy.verdict import stats as gate_stats
 from pytest_edgeenergy.verdict.expr import (
-    ALLOWED_FORMS,
     GateExpr,
-    GateExprError,
-    _as_expr,
-    unit_family,
+    Overrides,
+    check_unit,
+    every_expr,
+    exprs_for,
+    parse_gate,
 )
-from pytest_edgeenergy.verdict.model import GateRow, GateVerdict, Verdict
+from pytest_edgeenergy.verdict.model import GateRow, GateVerdict, Verdict, suite_id
 from pytest_edgeenergy.verdict.view import (
-    GateColumn,
     GateNeeds,
     GateView,
     expr_metrics,
     gate_view,
     require_carried,
+    test_index,
 )
 from pytest_edgeenergy.words import counted
 
-
-def _exprs_for(
-    test_id: str,
-    exprs: Sequence[GateExpr],
-    overrides: Mapping[str, Sequence[GateExpr]],
-) -> list[GateExpr]:
-    own = overrides.get(test_id)
-    if not own:
-        return list(exprs)
-    replaced = {(e.metric, e.statistic) for e in own}
-    return [e for e in exprs if (e.metric, e.statistic) not in replaced] + list(own)
+Report = Mapping[str, Any]
+"""A report as :func:`report.load.load_report` returns it."""
 
 
 # A GateRow from a full tuple of its fields, without the Python-level __new__ (rows by the
 # hundred thousand).
 _new_row = cast("Callable[[tuple[Any, ...]], GateRow]", functools.partial(tuple.__new__, GateRow))
-
-
-def _check_unit(expr: GateExpr, column: GateColumn, i: int) -> None:
-    if not expr.relative and unit_family(str(column.units[i])) != expr.family:
-        raise GateExprError(
-            f"gate expression {expr.text!r}: unit {expr.family} does not match "
-            f"{expr.metric} in {column.units[i]}\n{ALLOWED_FORMS}"
-        )
 
 
 def _over(expr: GateExpr, base_value: float, delta: float) -> bool:
@@ -130,7 +105,7 @@ def _judge(
     if base_column is None or not base_column.present[j]:
         note = f"baseline has no {metric}"
         return _new_row((test_id, metric, statistic, threshold, None, None, None, None, _INS, note))
-    _check_unit(expr, new_column, i)
+    check_unit(expr, new_column.units[i])
     base_value = base_column.statistics[statistic][j]
     new_value = new_column.statistics[statistic][i]
     if base_value is None or new_value is None:
@@ -206,21 +181,22 @@ def _too_spread(
 
 
 def _baseline_views(
-    reports: Sequence[Mapping[str, Any]], new_report: Mapping[str, Any], needs: GateNeeds
+    runs: Sequence[Report | GateView], fingerprint: str, needs: GateNeeds
 ) -> list[GateView]:
     # A report of another device is never compared: its device is all that is read.
-    fingerprint = new_report["device"]["fingerprint"]
     return [
-        gate_view(r, needs)
-        if r["device"]["fingerprint"] == fingerprint
-        else GateView(r["device"], [], [], [], {})
-        for r in reports
+        run
+        if isinstance(run, GateView)
+        else gate_view(run, needs)
+        if run["device"]["fingerprint"] == fingerprint
+        else GateView(run["device"], [], [], [], {})
+        for run in runs
     ]
 
 
 def evaluate(
-    baseline_report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-    new_report: Mapping[str, Any],
+    baseline: Report | GateView | Sequence[Report | GateView],
+    new: Report | GateView,
     exprs: Iterable[str | GateExpr],
     overrides: Mapping[str, Iterable[str | GateExpr]] | None = None,
     *,
@@ -230,52 +206,23 @@ def evaluate(
     baseline_name: str = "baseline",
     new_name: str = "this run",
 ) -> GateVerdict:
-    """Gate ``new_report`` against ``baseline_report``, or several baseline runs newest
-    first (see the module docstring).
+    """The independent-runs judge: ``new`` against one baseline run, or several newest
+    first (see the module docstring); each a report, or its view holding every metric and
+    statistic the expressions read (:func:`.view.gate_view`).
 
     ``overrides`` maps a test id to its own expressions; each replaces the global expression
     on the same metric and statistic, and the others still apply to that test. ``strict``:
-    insufficient rows fail the gate.
+    insufficient rows fail the gate. Raises :class:`GateExprError` for an expression no
+    result of ``new`` carries.
     """
-    parsed = [_as_expr(e) for e in exprs]
-    own = {tid: [_as_expr(e) for e in es] for tid, es in (overrides or {}).items()}
+    parsed, own = parse_gate(exprs, overrides)
     needs = expr_metrics(parsed, own)
-    reports = [baseline_report] if isinstance(baseline_report, Mapping) else baseline_report
-    return evaluate_views(
-        _baseline_views(reports, new_report, needs),
-        gate_view(new_report, needs),
-        parsed,
-        own,
-        alpha=alpha,
-        min_samples=min_samples,
-        strict=strict,
-        baseline_name=baseline_name,
-        new_name=new_name,
-    )
-
-
-def evaluate_views(
-    baseline: GateView | Sequence[GateView],
-    new: GateView,
-    exprs: Sequence[GateExpr],
-    overrides: Mapping[str, Sequence[GateExpr]] | None = None,
-    *,
-    alpha: float = 0.05,
-    min_samples: int = 3,
-    strict: bool = False,
-    baseline_name: str = "baseline",
-    new_name: str = "this run",
-) -> GateVerdict:
-    """:func:`evaluate` on views holding every metric and statistic the expressions read;
-    ``baseline``: one view, or the views of several baseline runs, newest first.
-
-    Raises :class:`GateExprError` for an expression no result of ``new`` carries.
-    """
-    own = overrides or {}
-    require_carried(new, itertools.chain(exprs, *own.values()), new_name)
-    views = [baseline] if isinstance(baseline, GateView) else list(baseline)
+    new_view = new if isinstance(new, GateView) else gate_view(new, needs)
+    require_carried(new_view, every_expr(parsed, own), new_name)
+    runs = [baseline] if isinstance(baseline, (GateView, Mapping)) else baseline
+    views = _baseline_views(runs, new_view.device["fingerprint"], needs)
     verdict = GateVerdict(baseline=baseline_name, new=new_name, strict=strict)
-    new_device = new.device
+    new_device = new_view.device
     same = [v for v in views if v.device["fingerprint"] == new_device["fingerprint"]]
     if not same:
         base_device = views[0].device
@@ -286,14 +233,14 @@ def evaluate_views(
             f"({new_device['fingerprint']}); not gated"
         )
         return verdict
-    same = _comparable(same, new, baseline_name, verdict.messages)
+    same = _comparable(same, new_view, baseline_name, verdict.messages)
     verdict.runs = len(same)
     suites: dict[tuple[str, str], _Suite] = {}
     if len(same) == 1:
-        _judge_tests(verdict.rows, suites, same[0], new, exprs, own, alpha, min_samples)
+        _judge_tests(verdict.rows, suites, same[0], new_view, parsed, own, alpha, min_samples)
     else:
-        _judge_tests_runs(verdict.rows, suites, same, new, exprs, own, alpha, min_samples)
-    verdict.suite = _judge_suites(suites, alpha)
+        _judge_tests_runs(verdict.rows, suites, same, new_view, parsed, own, alpha, min_samples)
+    verdict.suite = _judge_suites_of_tests(suites, alpha)
     return verdict
 
 
@@ -326,7 +273,8 @@ def _no_baseline_row(test_id: str, expr: GateExpr) -> GateRow:
 
 
 class _Suite:
-    """The tests of one operating point x relative expression, for :func:`_judge_suites`:
+    """The tests of one operating point x relative expression, for
+    :func:`_judge_suites_of_tests`:
     per-test log-ratios new / baseline, and per baseline run (by index) its tests' log
     deviations from their mean over the runs."""
 
@@ -358,18 +306,17 @@ def _judge_tests(
     baseline: GateView,
     new: GateView,
     exprs: Sequence[GateExpr],
-    own: Mapping[str, Sequence[GateExpr]],
+    own: Overrides,
     alpha: float,
     min_samples: int,
 ) -> None:
     """Rows against a single baseline run: repeats against repeats (:func:`_judge`)."""
-    # The last of tests sharing an id and operating point is the one compared.
-    baseline_tests = {key: j for j, key in enumerate(zip(baseline.ids, baseline.ops, strict=True))}
+    baseline_tests = test_index(baseline)
     columns = new.metrics
     for i, (test_id, op, status) in enumerate(zip(new.ids, new.ops, new.statuses, strict=True)):
         if status == "skipped":
             continue
-        test_exprs = _exprs_for(test_id, exprs, own) if own else exprs
+        test_exprs = exprs_for(test_id, exprs, own)
         j = baseline_tests.get((test_id, op))
         for expr in test_exprs:
             column = columns.get(expr.metric)
@@ -403,22 +350,20 @@ def _judge_tests_runs(
     baselines: Sequence[GateView],
     new: GateView,
     exprs: Sequence[GateExpr],
-    own: Mapping[str, Sequence[GateExpr]],
+    own: Overrides,
     alpha: float,
     min_samples: int,
 ) -> None:
     """Rows against several baseline runs: a test passed with a positive value in two or
     more of them is judged against their spread (:func:`_judge_runs`), any other against
     the newest run holding it (:func:`_judge`)."""
-    indexes = [
-        {key: j for j, key in enumerate(zip(view.ids, view.ops, strict=True))} for view in baselines
-    ]
+    indexes = [test_index(view) for view in baselines]
     pending: list[_Runs] = []
     columns = new.metrics
     for i, (test_id, op, status) in enumerate(zip(new.ids, new.ops, new.statuses, strict=True)):
         if status == "skipped":
             continue
-        test_exprs = _exprs_for(test_id, exprs, own) if own else exprs
+        test_exprs = exprs_for(test_id, exprs, own)
         key = (test_id, op)
         holders = [(k, index[key]) for k, index in enumerate(indexes) if key in index]
         for expr in test_exprs:
@@ -431,7 +376,7 @@ def _judge_tests_runs(
             usable = _usable_runs(baselines, holders, expr) if status == "passed" else []
             new_value = column.statistics[expr.statistic][i]
             if len(usable) >= 2 and new_value is not None and new_value > 0:
-                _check_unit(expr, column, i)
+                check_unit(expr, column.units[i])
                 runs, logs = [k for k, _, _ in usable], [math.log(v) for _, _, v in usable]
                 pending.append(_Runs(len(rows), test_id, op, expr, runs, logs, new_value))
                 rows.append(_no_baseline_row(test_id, expr))  # replaced below
@@ -512,8 +457,9 @@ def _judge_runs(item: _Runs, typical: float, alpha: float) -> GateRow:
     return GateRow(*head, base_value, new_value, change_pct, p_value, verdict, about)
 
 
-def _judge_suites(suites: Mapping[tuple[str, str], _Suite], alpha: float) -> list[GateRow]:
-    """A row per suite of at least :func:`.stats.min_suite_tests` tests: the
+def _judge_suites_of_tests(suites: Mapping[tuple[str, str], _Suite], alpha: float) -> list[GateRow]:
+    """A row per suite of at least :func:`.stats.min_suite_tests` tests, judged on its
+    per-test log-ratios (the paired judge's suites are judged per round): the
     geometric-mean change over the threshold and a one-sided Wilcoxon signed-rank test of
     the per-test log-ratios; with several baseline runs, the mean log change must also be
     outside the spread of the runs' own offsets."""
@@ -527,7 +473,7 @@ def _judge_suites(suites: Mapping[tuple[str, str], _Suite], alpha: float) -> lis
         mean_log = fmean(suite.ratios)
         change_pct = math.expm1(mean_log) * 100.0
         head = (
-            f"suite: {counted(n, 'test')} at {op_label(suite.op)}",
+            suite_id(n, suite.op),
             expr.metric, expr.statistic, expr.threshold_text, None, None, change_pct,
         )  # fmt: skip
         about = f"geometric mean of {counted(n, 'per-test change')}"
@@ -547,39 +493,3 @@ def _judge_suites(suites: Mapping[tuple[str, str], _Suite], alpha: float) -> lis
         got_worse = greater != higher_is_better(expr.metric)
         rows.append(GateRow(*head, p_value, "regression" if got_worse else "improvement", about))
     return rows
-
-
-def gate_against(
-    baseline: Path,
-    new_report: Mapping[str, Any],
-    exprs: Iterable[str | GateExpr],
-    overrides: Mapping[str, Iterable[str | GateExpr]] | None = None,
-    *,
-    strict: bool = False,
-    runs: int = BASELINE_RUNS,
-    new_name: str = "this run",
-) -> GateVerdict:
-    """Find the baseline runs (file or directory, see :func:`report.baselines.find_baselines`)
-    and evaluate. An expression no result of ``new_report`` carries raises
-    :class:`GateExprError` even when there is no baseline yet."""
-    parsed = [_as_expr(e) for e in exprs]
-    own = {tid: [_as_expr(e) for e in es] for tid, es in (overrides or {}).items()}
-    needs = expr_metrics(parsed, own)
-    new_view = gate_view(new_report, needs)
-    require_carried(new_view, itertools.chain(parsed, *own.values()), new_name)
-    found, messages = find_baselines(baseline, new_report, runs=runs)
-    if not found:
-        verdict = GateVerdict(baseline=str(baseline), new=new_name, device_matched=False)
-        verdict.messages.extend(messages)
-        return verdict
-    verdict = evaluate_views(
-        _baseline_views([report for _, report in found], new_report, needs),
-        new_view,
-        parsed,
-        own,
-        strict=strict,
-        baseline_name=describe(baseline, found),
-        new_name=new_name,
-    )
-    verdict.messages[:0] = messages
-    return verdict

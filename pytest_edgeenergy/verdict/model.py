@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from pytest_edgeenergy.report.keys import op_label
 from pytest_edgeenergy.words import counted
 
 Verdict = Literal["regression", "improvement", "within", "insufficient", "no-baseline"]
@@ -24,6 +25,13 @@ class GateRow(NamedTuple):
     p_value: float | None
     verdict: Verdict
     note: str = ""
+
+
+def suite_id(tests: int, op: str) -> str:
+    """The test id of a suite row: ``suite: 12 tests at dvfs``. Both judges judge the
+    tests of one operating point x relative expression together; how differs (the
+    independent judge on the per-test log-ratios, the paired judge per round)."""
+    return f"suite: {counted(tests, 'test')} at {op_label(op)}"
 
 
 @dataclass

@@ -60,35 +60,31 @@ every test), with one test at level ``alpha`` (one look, so no spending).
 
 from __future__ import annotations
 
-import functools
-import itertools
 import math
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from statistics import fmean
 from typing import Any, NamedTuple
 
-from pytest_edgeenergy.report.baselines import (
-    BASELINE_RUNS,
-    describe,
-    find_baselines,
-    not_comparable,
-    total_definition,
-)
-from pytest_edgeenergy.report.keys import op_label
+from pytest_edgeenergy.report.baselines import not_comparable, total_definition
 from pytest_edgeenergy.report.metric_names import higher_is_better
 from pytest_edgeenergy.verdict.expr import (
-    ALLOWED_FORMS,
     GateExpr,
-    GateExprError,
-    parse_expr,
-    unit_family,
+    Overrides,
+    check_unit,
+    every_expr,
+    exprs_for,
+    parse_gate,
 )
-from pytest_edgeenergy.verdict.independent import evaluate
-from pytest_edgeenergy.verdict.model import GateRow, GateVerdict, PairedVerdict, Verdict
-from pytest_edgeenergy.verdict.view import GateView, expr_metrics, gate_view, require_carried
+from pytest_edgeenergy.verdict.model import GateRow, PairedVerdict, Verdict, suite_id
+from pytest_edgeenergy.verdict.stats import t_isf, t_sf
+from pytest_edgeenergy.verdict.view import (
+    GateView,
+    expr_metrics,
+    gate_view,
+    require_carried,
+    test_index,
+)
 from pytest_edgeenergy.words import counted
 
 TRIM_FROM_ROUNDS = 5
@@ -100,57 +96,6 @@ MIN_ROUNDS = 3
 """Rounds before the first look (``edgeenergy ab --rounds``'s default)."""
 MAX_ROUNDS = 10
 """Rounds at most (``--max-rounds``'s default): the last look."""
-
-
-# ---------------------------------------------------------------------------------------
-# Student t (exact for whole degrees of freedom: no scipy needed for ab)
-
-
-def _t_central_mass(x: float, df: int) -> float:
-    """P(|T| <= x) for Student t with ``df`` (whole) degrees of freedom, x >= 0
-    (Abramowitz and Stegun 26.7.3 and 26.7.4)."""
-    theta = math.atan(x / math.sqrt(df))
-    s, c = math.sin(theta), math.cos(theta)
-    c2 = c * c
-    if df % 2 == 0:
-        term = total = 1.0
-        for j in range(1, df // 2):
-            term *= c2 * (2 * j - 1) / (2 * j)
-            total += term
-        return s * total
-    if df == 1:
-        return 2.0 * theta / math.pi
-    term = total = c
-    for j in range(1, (df - 1) // 2):
-        term *= c2 * (2 * j) / (2 * j + 1)
-        total += term
-    return 2.0 / math.pi * (theta + s * total)
-
-
-def t_sf(x: float, df: int) -> float:
-    """P(T > x) for Student t with ``df`` >= 1 whole degrees of freedom."""
-    if math.isinf(x):
-        return 0.0 if x > 0 else 1.0
-    tail = max(0.0, 1.0 - _t_central_mass(abs(x), df)) / 2.0
-    return tail if x >= 0 else 1.0 - tail
-
-
-@functools.lru_cache(maxsize=256)
-def t_isf(p: float, df: int) -> float:
-    """The x with P(T > x) = p, for 0 < p < 0.5 (bisection on :func:`t_sf`)."""
-    high = 1.0
-    while t_sf(high, df) > p:
-        high *= 2.0
-    low = 0.0
-    for _ in range(200):
-        mid = (low + high) / 2.0
-        if t_sf(mid, df) > p:
-            low = mid
-        else:
-            high = mid
-        if high - low <= 1e-12 * high:
-            break
-    return (low + high) / 2.0
 
 
 # ---------------------------------------------------------------------------------------
@@ -414,19 +359,6 @@ def _undecided(
 # reading the rounds
 
 
-def _check_unit(expr: GateExpr, unit: str | None) -> None:
-    if not expr.relative and unit_family(str(unit)) != expr.family:
-        raise GateExprError(
-            f"gate expression {expr.text!r}: unit {expr.family} does not match "
-            f"{expr.metric} in {unit}\n{ALLOWED_FORMS}"
-        )
-
-
-def _index(view: GateView) -> dict[tuple[str, str], int]:
-    # The last of tests sharing an id and operating point is the one compared (as the gate).
-    return {key: j for j, key in enumerate(zip(view.ids, view.ops, strict=True))}
-
-
 def _side_problem(view: GateView, j: int, expr: GateExpr, side: str, number: int) -> str | None:
     """Why side ``side`` of round ``number`` cannot give a value, or None."""
     status = view.statuses[j]
@@ -435,7 +367,7 @@ def _side_problem(view: GateView, j: int, expr: GateExpr, side: str, number: int
     column = view.metrics.get(expr.metric)
     if column is None or not column.present[j]:
         return f"round {number}: {side} has no {expr.metric}"
-    _check_unit(expr, column.units[j])
+    check_unit(expr, column.units[j])
     value = column.statistics[expr.statistic][j]
     if value is None:
         return f"round {number}: {side} has no {expr.statistic} of {expr.metric}"
@@ -484,22 +416,6 @@ def _carries(view: GateView, j: int, expr: GateExpr) -> bool:
     return view.statuses[j] != "skipped" and column is not None and column.present[j]
 
 
-def _exprs_for(
-    test_id: str, exprs: Sequence[GateExpr], own: Mapping[str, Sequence[GateExpr]]
-) -> list[GateExpr]:
-    """The expressions of one test: a test's own replace those on the same metric and
-    statistic (as the gate's ``overrides``)."""
-    mine = own.get(test_id)
-    if not mine:
-        return list(exprs)
-    replaced = {(e.metric, e.statistic) for e in mine}
-    return [e for e in exprs if (e.metric, e.statistic) not in replaced] + list(mine)
-
-
-def _as_expr(expr: str | GateExpr) -> GateExpr:
-    return expr if isinstance(expr, GateExpr) else parse_expr(expr)
-
-
 def _check_arguments(alpha: float, min_rounds: int, max_rounds: int) -> None:
     if not 0.0 < alpha < 0.5:
         raise ValueError(f"paired verdict: alpha {alpha!r} must be above 0 and below 0.5")
@@ -539,21 +455,6 @@ def _rounds(
     return kept
 
 
-def _require_carried(rounds: Sequence[_Round], exprs: Sequence[GateExpr], head: str) -> None:
-    """:class:`GateExprError` for an expression whose metric no result of any B report
-    carries (a gate that would compare nothing)."""
-    for expr in exprs:
-        carried = any(
-            True in column.present
-            for one in rounds
-            if (column := one.b.metrics.get(expr.metric)) is not None
-        )
-        if carried:
-            continue
-        for one in rounds:
-            require_carried(one.b, [expr], head)
-
-
 def _keys(rounds: Sequence[_Round]) -> list[tuple[str, str]]:
     """Every (test id, operating point) of the B reports, in order of first appearance."""
     seen: dict[tuple[str, str], None] = {}
@@ -565,7 +466,7 @@ def _keys(rounds: Sequence[_Round]) -> list[tuple[str, str]]:
 
 def paired_verdict(
     pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
-    exprs: Sequence[str | GateExpr],
+    exprs: Iterable[str | GateExpr],
     *,
     alpha: float = 0.05,
     min_rounds: int = MIN_ROUNDS,
@@ -573,7 +474,7 @@ def paired_verdict(
     strict: bool = False,
     base: str = "base",
     head: str = "head",
-    overrides: Mapping[str, Sequence[str | GateExpr]] | None = None,
+    overrides: Mapping[str, Iterable[str | GateExpr]] | None = None,
 ) -> PairedVerdict:
     """Judge B against A over paired rounds (``pairs[i]``: the reports of A and B in round
     i + 1, as :func:`report.load.load_report` returns them); see the module docstring.
@@ -584,8 +485,7 @@ def paired_verdict(
     bad settings.
     """
     _check_arguments(alpha, min_rounds, max_rounds)
-    parsed = [_as_expr(e) for e in exprs]
-    own = {tid: [_as_expr(e) for e in es] for tid, es in (overrides or {}).items()}
+    parsed, own = parse_gate(exprs, overrides)
     verdict = PairedVerdict(
         baseline=base,
         new=head,
@@ -601,11 +501,11 @@ def paired_verdict(
         verdict.device_matched = False
         verdict.messages.append("no A/B round to judge")
         return verdict
-    _require_carried(rounds, list(itertools.chain(parsed, *own.values())), head)
+    require_carried([one.b for one in rounds], every_expr(parsed, own), head)
     horizon = max(max_rounds, len(pairs))
     settings = _Settings(alpha, min_rounds, horizon, len(pairs) >= max_rounds)
     _judge_all(verdict, rounds, parsed, own, settings, names)
-    verdict.suite = _judge_suites(rounds, parsed, own, settings, names)
+    verdict.suite = _judge_suites_of_rounds(rounds, parsed, own, settings, names)
     verdict.messages.append(_method(len(pairs), settings))
     if verdict.undecided:
         verdict.messages.append(
@@ -615,40 +515,19 @@ def paired_verdict(
     return verdict
 
 
-def ab_verdict(
-    pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
-    exprs: Sequence[GateExpr],
-    min_rounds: int,
-    max_rounds: int,
-    strict: bool,
-    names: tuple[str, str],
-) -> PairedVerdict:
-    """The verdict of ``edgeenergy ab`` (live or ``--reports``): :func:`paired_verdict` of
-    its rounds, A and B named by ``names``."""
-    return paired_verdict(
-        pairs,
-        exprs,
-        min_rounds=min_rounds,
-        max_rounds=max_rounds,
-        strict=strict,
-        base=names[0],
-        head=names[1],
-    )
-
-
 def _judge_all(
     verdict: PairedVerdict,
     rounds: Sequence[_Round],
     exprs: Sequence[GateExpr],
-    own: Mapping[str, Sequence[GateExpr]],
+    own: Overrides,
     settings: _Settings,
     names: tuple[str, str],
 ) -> None:
-    indexes = [(_index(one.a), _index(one.b)) for one in rounds]
+    indexes = [(test_index(one.a), test_index(one.b)) for one in rounds]
     undecided: dict[str, None] = {}
     for key in _keys(rounds):
         test_id = key[0]
-        for expr in _exprs_for(test_id, exprs, own) if own else exprs:
+        for expr in exprs_for(test_id, exprs, own):
             holders = [(one, b.get(key)) for one, (_, b) in zip(rounds, indexes, strict=True)]
             if not any(j is not None and _carries(one.b, j, expr) for one, j in holders):
                 continue
@@ -685,22 +564,24 @@ def _method(held: int, settings: _Settings) -> str:
 # suites
 
 
-def _judge_suites(
+def _judge_suites_of_rounds(
     rounds: Sequence[_Round],
     exprs: Sequence[GateExpr],
-    own: Mapping[str, Sequence[GateExpr]],
+    own: Overrides,
     settings: _Settings,
     names: tuple[str, str],
 ) -> list[GateRow]:
     """A row per operating point x relative expression over the first ``min_rounds``
-    rounds, when at least two tests have a value in each of them."""
+    rounds, when at least two tests have a value in each of them, judged per round on the
+    mean of its tests' log-ratios (the independent judge's suites are judged on the
+    per-test log-ratios)."""
     first = [one for one in rounds if one.number <= settings.min_rounds]
     if len(first) < settings.min_rounds:
         return []
-    indexes = [(_index(one.a), _index(one.b)) for one in first]
+    indexes = [(test_index(one.a), test_index(one.b)) for one in first]
     groups: dict[tuple[str, str], tuple[GateExpr, list[list[float]]]] = {}
     for key in _keys(first):
-        for expr in _exprs_for(key[0], exprs, own) if own else exprs:
+        for expr in exprs_for(key[0], exprs, own):
             if not expr.relative:
                 continue
             series = _series(key, expr, first, indexes, names)
@@ -734,181 +615,7 @@ def _suite_row(
     if verdict == "insufficient":
         note += ": could not tell"
     return GateRow(
-        f"suite: {counted(len(per_test), 'test')} at {op_label(op)}", expr.metric,
+        suite_id(len(per_test), op), expr.metric,
         expr.statistic, expr.threshold_text, None, None, math.expm1(centre.centre) * 100.0,
         _observed_p(signed) if verdict != "within" else None, verdict, note,
     )  # fmt: skip
-
-
-# ---------------------------------------------------------------------------------------
-# --edge-fail against a baseline directory (the pytest side)
-
-Pair = tuple[Mapping[str, Any], Mapping[str, Any]]
-
-
-def _ab(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    ab = report.get("ab")
-    return ab if isinstance(ab, Mapping) else None
-
-
-def ab_session_pairs(
-    reports: Sequence[Mapping[str, Any]], new_report: Mapping[str, Any]
-) -> tuple[Mapping[str, Any], list[Pair]] | None:
-    """The rounds of an ``edgeenergy ab`` session among baseline ``reports`` (newest
-    first): ``new_report``'s own session when it is one of its rounds (then it takes its
-    place in it), else the session of the newest report. Returns that session's ``ab``
-    object (of a B side) and its complete rounds as (A, B) pairs in round order; None when
-    there is no such session or it has fewer than two rounds with both sides (a paired
-    spread needs two)."""
-    own = _ab(new_report)
-    newest = _ab(reports[0]) if reports else None
-    chosen = own if own is not None else newest
-    if chosen is None:
-        return None
-    session = chosen["session"]
-    sides: dict[tuple[int, str], Mapping[str, Any]] = {}
-    for report in [new_report, *reports] if own is not None else reports:
-        ab = _ab(report)
-        if ab is not None and ab["session"] == session:
-            sides.setdefault((int(ab["round"]), str(ab["side"])), report)
-    pairs = [
-        (sides[(n, "A")], sides[(n, "B")])
-        for n in sorted({n for n, _ in sides})
-        if (n, "A") in sides and (n, "B") in sides
-    ]
-    if len(pairs) < 2:
-        return None
-    head = _ab(pairs[0][1])
-    assert head is not None
-    return head, pairs
-
-
-def gate_baselines(
-    baseline: Path,
-    new_report: Mapping[str, Any],
-    exprs: Iterable[str | GateExpr],
-    overrides: Mapping[str, Iterable[str | GateExpr]] | None = None,
-    *,
-    strict: bool = False,
-) -> GateVerdict:
-    """``--edge-fail`` against ``--edge-baseline``: when the baselines were made by
-    ``edgeenergy ab`` (see :func:`ab_session_pairs`), the paired verdict of that session's
-    rounds; otherwise :func:`.independent.evaluate` against the newest
-    :data:`~report.baselines.BASELINE_RUNS` runs, with a message that between-run drift limits
-    what it can see (:func:`drift_message`). Raises as :func:`.independent.gate_against` does."""
-    parsed = [_as_expr(e) for e in exprs]
-    own = {tid: [_as_expr(e) for e in es] for tid, es in (overrides or {}).items()}
-    every = list(itertools.chain(parsed, *own.values()))
-    require_carried(gate_view(new_report, expr_metrics(parsed, own)), every)
-    found, messages = find_baselines(baseline, new_report, runs=1 << 30)
-    if not found:
-        verdict = GateVerdict(baseline=str(baseline), device_matched=False)
-        verdict.messages.extend(messages)
-        return verdict
-    session = ab_session_pairs([report for _, report in found], new_report)
-    if session is not None:
-        return _paired_baselines(baseline, new_report, parsed, own, session, messages, strict)
-    newest = found[:BASELINE_RUNS]
-    verdict = evaluate(
-        [report for _, report in newest],
-        new_report,
-        parsed,
-        own,
-        strict=strict,
-        baseline_name=describe(baseline, newest),
-    )
-    verdict.messages[:0] = messages
-    verdict.messages.append(drift_message([report for _, report in newest], every))
-    return verdict
-
-
-def _paired_baselines(
-    baseline: Path,
-    new_report: Mapping[str, Any],
-    exprs: Sequence[GateExpr],
-    own: Mapping[str, Sequence[GateExpr]],
-    session: tuple[Mapping[str, Any], list[Pair]],
-    messages: list[str],
-    strict: bool,
-) -> PairedVerdict:
-    head, pairs = session
-    base = _ab(pairs[0][0])
-    assert base is not None
-    held = len(pairs)
-    ab = _ab(new_report)
-    running = ab is not None and ab["session"] == head["session"]
-    # A session still running may add rounds (its own settings are not recorded: the
-    # defaults); a stored one is complete, so its last round is the last look.
-    first, last = (MIN_ROUNDS, MAX_ROUNDS) if running else (min(MIN_ROUNDS, held), held)
-    verdict = paired_verdict(
-        pairs,
-        exprs,
-        min_rounds=first,
-        max_rounds=last,
-        strict=strict,
-        base=f"base {base['ref']}",
-        head=f"head {head['ref']}",
-        overrides=own,
-    )
-    if ab is not None and running:
-        whose = (
-            f"this run is side {ab['side']} of round {ab['round']} of that session, "
-            "judged with the rounds so far"
-        )
-    else:
-        whose = "this run is not one of its rounds and is not compared with them"
-    verdict.messages[:0] = [
-        *messages,
-        f"baselines made by `edgeenergy ab` (session {head['session']}, "
-        f"{counted(held, 'complete round')} in {baseline}): the verdict is the paired rule "
-        f"over those rounds, head against base in each; {whose}",
-    ]
-    return verdict
-
-
-def drift_message(reports: Sequence[Mapping[str, Any]], exprs: Sequence[GateExpr]) -> str:
-    """Says that baselines from other runs are limited by between-run drift, with their
-    run-to-run spread per metric and statistic: the median over tests (passed with a value
-    > 0 in two or more runs) of the standard deviation of the statistic's log across runs,
-    as a percentage; unknown with a single run."""
-    runs = len(reports)
-    spreads: list[str] = []
-    if runs >= 2:
-        pairs = list(dict.fromkeys((e.metric, e.statistic) for e in exprs))
-        needs = expr_metrics(exprs)
-        views = [gate_view(report, needs) for report in reports]
-        for metric, stat in pairs:
-            logs = _logs_by_test(views, metric, stat)
-            if logs:
-                typical = statistics.median(statistics.stdev(v) for v in logs)
-                spreads.append(
-                    f"median {math.expm1(typical) * 100:.2g} % for {metric}:{stat} over "
-                    f"{counted(len(logs), 'test')}"
-                )
-    if spreads:
-        spread = f"{'; '.join(spreads)}, {counted(runs, 'run')}"
-    elif runs >= 2:
-        spread = f"unknown: no test has a value in two of the {runs} runs"
-    else:
-        spread = "unknown with a single run; save more runs into the directory to measure it"
-    return (
-        "baselines from other runs: between-run drift limits what this gate can see "
-        f"(run-to-run spread of these baselines: {spread}); `edgeenergy ab` measures both "
-        "versions interleaved on one board"
-    )
-
-
-def _logs_by_test(views: Sequence[GateView], metric: str, stat: str) -> list[list[float]]:
-    """Per test (id and operating point) held by two runs or more, the log of its
-    statistic in each run where it passed with a value > 0."""
-    by_test: dict[tuple[str, str], list[float]] = {}
-    for view in views:
-        column = view.metrics.get(metric)
-        if column is None:
-            continue
-        values = column.statistics[stat]
-        for j, key in enumerate(zip(view.ids, view.ops, strict=True)):
-            value = values[j]
-            if view.statuses[j] == "passed" and value is not None and value > 0:
-                by_test.setdefault(key, []).append(math.log(value))
-    return [logs for logs in by_test.values() if len(logs) >= 2]

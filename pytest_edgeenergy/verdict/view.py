@@ -5,7 +5,7 @@ is carried by some result (:func:`require_carried`)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,17 +140,29 @@ def gate_view(report: Mapping[str, Any], needs: GateNeeds) -> GateView:
     return GateView(report["device"], ids, ops, statuses, columns, names, total)
 
 
-def require_carried(view: GateView, exprs: Iterable[GateExpr], name: str = "this run") -> None:
-    """Raise :class:`GateExprError` for an expression whose metric no result of ``view``
-    carries, naming the metrics present (a gate that would silently compare nothing). A
-    report whose results carry no metric at all (all skipped or failed) passes: nothing
-    was measured, and the gate says so."""
+def test_index(view: GateView) -> dict[tuple[str, str], int]:
+    """Position of each (test id, operating point) in ``view``: the last of tests sharing
+    them is the one a gate compares."""
+    return {key: j for j, key in enumerate(zip(view.ids, view.ops, strict=True))}
+
+
+def require_carried(
+    views: GateView | Sequence[GateView], exprs: Iterable[GateExpr], name: str = "this run"
+) -> None:
+    """Raise :class:`GateExprError` for an expression whose metric no result of ``views``
+    (one report's, or several reports' of the judged side) carries, naming the metrics
+    present (a gate that would silently compare nothing). Reports whose results carry no
+    metric at all (all skipped or failed) pass: nothing was measured, and the gate says so."""
+    every = [views] if isinstance(views, GateView) else views
     for expr in exprs:
-        column = view.metrics.get(expr.metric)
-        if column is None or True in column.present or not view.names:
+        columns = [(view, view.metrics.get(expr.metric)) for view in every]
+        if any(column is not None and True in column.present for _, column in columns):
             continue
-        raise GateExprError(
-            f"gate expression {expr.text!r}: no result of {name} carries the metric "
-            f"{expr.metric!r}{carried_hint(expr.metric, view.names)}; metrics present: "
-            f"{', '.join(view.names)}"
-        )
+        for view, column in columns:
+            if column is None or not view.names:
+                continue
+            raise GateExprError(
+                f"gate expression {expr.text!r}: no result of {name} carries the metric "
+                f"{expr.metric!r}{carried_hint(expr.metric, view.names)}; metrics present: "
+                f"{', '.join(view.names)}"
+            )
