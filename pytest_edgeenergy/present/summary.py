@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..run.warnings import RunView, run_warnings
 from ..words import counted
+from .tables import Table, notes_text, text_lines
 
 if TYPE_CHECKING:
     from ..board.detect import Board
@@ -61,21 +62,35 @@ def board_line(es: SessionView) -> str:
     return f"board: {name}; L4T {ident.l4t or '-'}; {total}{idle}"
 
 
+SUMMARY_COLUMNS = (
+    "test",
+    "window",
+    "status",
+    "s",
+    "energy J",
+    "net J",
+    "mean W",
+    "samples",
+    "valid",
+)
+
+
 def summary_lines(es: SessionView) -> list[str]:
-    """The energy table printed after the test session, then the counts
-    (:func:`count_lines`), warnings, the run order of operating points and the report."""
-    rows = [("test", "window", "status", "s", "energy J", "net J", "mean W", "samples", "valid")]
+    """The energy table printed after the test session under the :func:`board_line`, then
+    the counts (:func:`count_lines`), warnings, the run order of operating points, the
+    report and its errors (wrapped to the table's width)."""
+    rows: list[list[str]] = []
     for rec in es.tests.values():
         if _kind(rec) == "benched":  # in the benchmark table
             continue
         if not rec.windows:
             if rec.status not in ("skipped", None):
-                rows.append((rec.nodeid, "-", rec.status, "-", "-", "-", "-", "0", "-"))
+                rows.append([rec.nodeid, "-", rec.status, "-", "-", "-", "-", "0", "-"])
             continue
         flags = _point_flags(rec.operating_point)
         for w in rec.windows:
             rows.append(
-                (
+                [
                     rec.nodeid,
                     w.label,
                     rec.status or "-",
@@ -85,23 +100,17 @@ def summary_lines(es: SessionView) -> list[str]:
                     _fmt(w.total.mean_w, ".3f"),
                     str(w.samples),
                     validity_text(w) + flags,
-                )
+                ]
             )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    out = [board_line(es)]
-    if len(rows) > 1:
-        for r in rows:
-            out.append(
-                "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1]
-            )
-    out.extend(count_lines(es.tests.values()))
-    out.extend(f"WARNING: {w['message']}" for w in run_warnings(es))
+    notes = count_lines(es.tests.values())
+    notes.extend(f"WARNING: {w['message']}" for w in run_warnings(es))
     if es.point_order:
-        out.append("operating points in run order: " + " -> ".join(es.point_order))
+        notes.append("operating points in run order: " + " -> ".join(es.point_order))
     if es.report_path is not None:
-        out.append(f"report: {es.report_path}")
-    out.extend(f"REPORT ERROR: {e}" for e in es.report_errors)
-    return out
+        notes.append(f"report: {es.report_path}")
+    notes.extend(f"REPORT ERROR: {e}" for e in es.report_errors)
+    table = Table(list(SUMMARY_COLUMNS), rows, header=[board_line(es)], notes=notes)
+    return text_lines(table, rule=False) if rows else notes_text(table).splitlines()
 
 
 def _kind(rec: TestEnergy) -> str:

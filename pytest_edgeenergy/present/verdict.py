@@ -14,6 +14,7 @@ from pytest_edgeenergy.present.tables import (
     Format,
     Table,
     fold_columns,
+    notes_text,
     render,
     render_html_table,
 )
@@ -214,7 +215,7 @@ def _notes_only(table: Table, fmt: Format) -> str:
     if fmt == "html":
         items = "".join(f"<li>{html.escape(n)}</li>" for n in table.notes)
         return f"<h2>{html.escape(table.title)}</h2>\n<ul>{items}</ul>\n"
-    return "\n".join([table.title, *table.notes]) + "\n"
+    return notes_text(table)
 
 
 def render_verdict(
