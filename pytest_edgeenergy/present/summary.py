@@ -1,4 +1,4 @@
-"""Human-readable text: the terminal summary table and one window's figures."""
+"""The energy table of the terminal summary, with the board, the counts and the warnings."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..run.warnings import RunView, run_warnings
 from ..words import counted
-from .tables import Table, notes_text, text_lines
+from .tables import Table, fixed, notes_text, text_lines
 
 if TYPE_CHECKING:
     from ..board.detect import Board
@@ -31,15 +31,6 @@ class SessionView(RunView, Protocol):
 
     @property
     def report_errors(self) -> Sequence[str]: ...
-
-
-def _fmt(x: float | None, spec: str) -> str:
-    """``x`` in ``spec``; a value that rounds to zero has no sign (float dust of a
-    difference, -1.4e-14 J, reads 0.0000, not -0.0000)."""
-    if x is None:
-        return "-"
-    text = format(x, spec)
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def board_line(es: SessionView) -> str:
@@ -94,10 +85,10 @@ def summary_lines(es: SessionView) -> list[str]:
                     rec.nodeid,
                     w.label,
                     rec.status or "-",
-                    _fmt(w.duration_s, ".3f"),
-                    _fmt(w.total.energy_j, ".4f"),
-                    _fmt(w.net_energy_j, ".4f"),
-                    _fmt(w.total.mean_w, ".3f"),
+                    fixed(w.duration_s, ".3f"),
+                    fixed(w.total.energy_j, ".4f"),
+                    fixed(w.net_energy_j, ".4f"),
+                    fixed(w.total.mean_w, ".3f"),
                     str(w.samples),
                     validity_text(w) + flags,
                 ]
@@ -234,29 +225,3 @@ def validity_text(w: WindowResult) -> str:
     if w.valid:
         return "yes" + (f" ({'; '.join(rails)})" if rails else "")
     return "; ".join([f"INVALID: {reason}", *rails])
-
-
-def window_text(w: WindowResult) -> str:
-    """A few lines describing one window, for ``edgeenergy measure`` without --json."""
-    lines = []
-    if w.simulated:
-        lines.append("SIMULATED (virtual board)")
-    method = "rail " + w.total.rail if w.total.rail else "sum of rails"
-    lines.append(
-        f"{w.duration_s:.3f} s, {counted(w.samples, 'sample')}, "
-        f"interval {_fmt(w.interval_ms_mean, '.2f')} ms "
-        f"(jitter {_fmt(w.interval_ms_jitter, '.2f')} ms), sampler CPU {w.sampler_cpu_s:.4f} s"
-    )
-    lines.append(
-        f"total ({method}): {_fmt(w.total.energy_j, '.4f')} J, mean {_fmt(w.total.mean_w, '.3f')} W"
-    )
-    for name, r in w.rails.items():
-        line = f"  {name:<20} {_fmt(r.energy_j, '.4f')} J  mean {_fmt(r.mean_w, '.3f')} W"
-        if name in w.invalid_rails:
-            line += f"  INVALID: {w.invalid_rails[name]}"
-        lines.append(line)
-    if not w.valid:
-        lines.append(f"INVALID: {w.invalid_reason}")
-    if w.read_errors:
-        lines.append("read errors: " + ", ".join(f"{k}={v}" for k, v in w.read_errors.items()))
-    return "\n".join(lines)

@@ -142,6 +142,15 @@ def format_number(value: float) -> str:
     return f"{value:.3e}"
 
 
+def fixed(x: float | None, spec: str) -> str:
+    """``x`` in the format ``spec`` (``.4f``), ``-`` for None; a value that rounds to zero
+    has no sign (float dust of a difference, -1.4e-14 J, reads 0.0000, not -0.0000)."""
+    if x is None:
+        return "-"
+    text = format(x, spec)
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 def cell_text(value: Any) -> str:
     """How a cell reads in text formats (text with its invisible characters shown:
     :func:`~pytest_edgeenergy.words.visible`)."""
