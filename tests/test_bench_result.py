@@ -15,7 +15,7 @@ from pytest_edgeenergy.bench.result import (
 )
 from pytest_edgeenergy.control.operating_point import OperatingPoint
 from pytest_edgeenergy.meters.window import RailEnergy, TotalEnergy, WindowResult
-from pytest_edgeenergy.present.bench_summary import SUMMARY_HEADER, format_rows, summary_rows
+from pytest_edgeenergy.present.bench_summary import SUMMARY_HEADER, bench_lines, summary_rows
 from pytest_edgeenergy.report.schema import report_schema
 
 
@@ -177,7 +177,7 @@ def test_summary_rows() -> None:
     assert rows[2][7].startswith("INVALID: ")
     cfg = bench([window(0.5, 2.0)], workload="w", graph_mode="eager", precision="fp32")
     assert summary_rows([cfg], header=False)[0][1] == "eager/fp32/cpu"
-    lines = format_rows(rows)
+    lines = bench_lines([good, bad])
     assert len(lines) == 3 and lines[1].index("16") == lines[0].index("batch")
     assert summary_rows([], header=False) == []
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from wrapped_text import unwrapped_lines
 
 from pytest_edgeenergy.sim.models import MODELS
 
@@ -617,7 +618,9 @@ def test_history_branch_first_run_steady_state_then_regression(
     _new_board_job(pytester, workflow)
     first, env = _bench(pytester, workflow, "push")
     assert first.ret == 0, first.stdout.str() + first.stderr.str()
-    first.stdout.fnmatch_lines(["*no earlier run of sim:orin-nano*nothing to gate against yet*"])
+    unwrapped_lines(first.outlines).fnmatch_lines(
+        ["*no earlier run of sim:orin-nano*nothing to gate against yet*"]
+    )
     report = pytester.path / env["REPORT"]
     from pytest_edgeenergy.report.load import load_report
 
@@ -694,7 +697,9 @@ def test_fan_in_with_postgresql_compares_the_boards_and_records_them(
             assert f"--edge-history={url}" in args
             done = pytester.runpytest_subprocess(*args, f"--edge-board=sim:{board}", *SMALL)
             assert done.ret == 0, done.stdout.str()
-            done.stdout.fnmatch_lines(["*no earlier run of*nothing to gate against yet*"])
+            unwrapped_lines(done.outlines).fnmatch_lines(
+                ["*no earlier run of*nothing to gate against yet*"]
+            )
             assert "secret-pw" not in done.stdout.str()
             reports.append(pytester.path / env["REPORT"])
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from synthetic_reports import synthetic_report
+from wrapped_text import unwrapped
 
 from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.report.model import Metric, make_metric
@@ -148,7 +149,7 @@ def test_insufficient_is_counted_and_strict_gate_fails_on_it(
     # Exit 0 as documented, but the headline says the gate decided nothing, why, and what
     # would fail it; never "gate passed".
     assert code == 0
-    assert out.rstrip().splitlines()[-1] == (
+    assert unwrapped(out).rstrip().splitlines()[-1] == (
         "gate NOT DECIDED: none of 3 rows could be decided (insufficient: not enough repeats "
         "to judge (2 baseline, 2 new; need >= 3 each and enough for p < 0.05)); "
         "--fail-insufficient would fail the gate"

@@ -24,6 +24,7 @@ from synthetic_reports import synthetic_report
 from test_gate_plugin import BENCH as GATE_BENCH
 from test_gate_plugin import WORKLOAD
 from test_paired_plugin import _report as round_report  # three repeats around a median
+from wrapped_text import unwrapped, unwrapped_lines
 
 from pytest_edgeenergy.commands import main
 
@@ -82,7 +83,7 @@ def _ab(tmp_path: Path, *argv: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def _verdict_line(text: str) -> str:
-    (line,) = [x for x in text.splitlines() if "gate " in x and "Energy gate" not in x]
+    (line,) = [x for x in unwrapped(text).splitlines() if "gate " in x and "Energy gate" not in x]
     return line.removeprefix("- ")
 
 
@@ -152,7 +153,7 @@ def test_history_gate_with_two_repeats_a_side_says_not_decided(
     capsys.readouterr()
     gate = ["history", "gate", str(new), "--db", str(db), "--fail", "energy_per_item:mean:5%"]
     assert main(gate) == 0
-    out = capsys.readouterr().out
+    out = unwrapped(capsys.readouterr().out)
     assert out.rstrip().splitlines()[-1] == (
         f"gate NOT DECIDED: none of 3 rows could be decided (insufficient: "
         f"{NOT_ENOUGH.format(n=2)}); --fail-insufficient would fail the gate"
@@ -180,7 +181,7 @@ def test_pytest_gate_says_on_how_many_rows_it_passed_and_when_it_decided_none(
     gate = [*BENCH, f"--edge-baseline={baselines}", "--edge-fail=energy_per_item:mean:0%"]
     some = pytester.runpytest_subprocess(*gate, f"--edge-report={tmp_path / 'b.json'}")
     assert some.ret == 0, some.stdout.str()
-    some.stdout.fnmatch_lines(
+    unwrapped_lines(some.outlines).fnmatch_lines(
         [f"gate passed on 1 of 2 rows (1 within); 1 could not be decided (insufficient: "
          f"{NOT_ENOUGH.format(n=2)}); --edge-fail-insufficient would fail the gate",
          "edgeenergy gate: passed on 1 of 2 rows (1 could not be decided; "
@@ -190,7 +191,7 @@ def test_pytest_gate_says_on_how_many_rows_it_passed_and_when_it_decided_none(
         *gate, f"--edge-report={tmp_path / 'c.json'}", "-k", "not loose"
     )
     assert none.ret == 0, none.stdout.str()
-    none.stdout.fnmatch_lines(
+    unwrapped_lines(none.outlines).fnmatch_lines(
         [f"gate NOT DECIDED: the one row could not be decided (insufficient: "
          f"{NOT_ENOUGH.format(n=2)}); --edge-fail-insufficient would fail the gate",
          "edgeenergy gate: NOT DECIDED (1 could not be decided; --edge-fail-insufficient "
@@ -225,7 +226,7 @@ def test_pytest_gate_against_the_history_says_not_decided(
         *board, f"--edge-history={db}", "--edge-fail=energy_j:mean:0%"
     )
     assert second.ret == 0, second.stdout.str()
-    second.stdout.fnmatch_lines(
+    unwrapped_lines(second.outlines).fnmatch_lines(
         [f"gate NOT DECIDED: the one row could not be decided (insufficient: "
          f"{NOT_ENOUGH.format(n=1)}); --edge-fail-insufficient would fail the gate",
          "edgeenergy gate: NOT DECIDED*"]

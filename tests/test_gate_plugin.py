@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from wrapped_text import unwrapped_lines
 
 # A fixed time per item (a sleep, EDGE_TEST_WORK times longer for a "slower" change) on a
 # virtual board whose utilisation is pinned (--edge-sim-load): energy per item then depends
@@ -208,7 +209,7 @@ def test_first_run_starts_the_baseline_and_a_strict_gate_fails_on_insufficient(
     ]
     first = _run(pytester, "orin-nano", tmp_path / "a.json", *recipe)
     assert first.ret == 0, first.stdout.str()
-    first.stdout.fnmatch_lines(
+    unwrapped_lines(first.outlines).fnmatch_lines(
         [f"*no baseline yet: {baselines} does not exist; this run is not gated*",
          "*edgeenergy gate: passed*", "*baseline saved to*"]
     )  # fmt: skip

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from synthetic_reports import synthetic_report
+from wrapped_text import unwrapped
 
 from pytest_edgeenergy.commands import main
 
@@ -95,7 +96,7 @@ def test_gate_without_earlier_runs_passes_saying_so(
         )  # fmt: skip
         assert code == 0
         assert "no earlier run of" in out and device in out
-        assert "nothing to gate against yet" in out
+        assert "nothing to gate against yet" in unwrapped(out)
 
 
 def test_gate_against_one_earlier_run_says_the_last_run(
@@ -204,8 +205,9 @@ def test_changes_of_runs_that_drift_say_the_runs_look_autocorrelated(
     code, out, _ = run_cli(capsys, *argv, str(drift_db))
     rows = [line for line in out.splitlines() if line.startswith("suites/")]
     assert len(rows) == len(found) and all(row.endswith("~") for row in rows)
-    assert out.rstrip().splitlines()[-1].startswith("~ the series' runs look autocorrelated")
-    assert "may be a slow drift rather than a step" in out
+    note = unwrapped(out).rstrip().splitlines()[-1]
+    assert note.startswith("~ the series' runs look autocorrelated")
+    assert "may be a slow drift rather than a step" in note
     # a step between independent runs: no mark, no note
     code, out, _ = run_cli(capsys, *argv, str(step_db), "--json")
     assert [c["autocorrelated"] for c in json.loads(out)["changes"]] == [False, False]
@@ -255,7 +257,7 @@ def test_init_creates_an_empty_history_once_and_a_gate_then_reads_it(
     code, out, _ = run_cli(capsys, "history", "init", "--db", str(db))
     assert code == 0 and out == f"created the history database {db} (empty)\n"
     code, out, _ = run_cli(capsys, *gate)
-    assert code == 0 and "nothing to gate against yet" in out
+    assert code == 0 and "nothing to gate against yet" in unwrapped(out)
     assert run_cli(capsys, "history", "add", str(new), "--db", str(db))[0] == 0
     code, out, _ = run_cli(capsys, "history", "init", "--db", str(db))
     assert code == 0 and out == f"the history database {db} is there already: 1 run\n"

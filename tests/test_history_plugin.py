@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from wrapped_text import unwrapped_lines
 
 INNER = """
 import os, time
@@ -48,7 +49,7 @@ def test_runs_are_added_then_a_slower_one_fails_the_gate(
 
     first = run(pytester, monkeypatch, 0.3, *history, *gate)
     assert first.ret == 0, first.stdout.str()
-    first.stdout.fnmatch_lines(
+    unwrapped_lines(first.outlines).fnmatch_lines(
         ["*no earlier run of sim:orin-nano*nothing to gate against yet*", "*added to the history*"]
     )
     for _ in range(2):

@@ -529,7 +529,12 @@ def test_the_summary_table_shows_each_tasks_figures_and_the_scheduler() -> None:
     its scheduler, minibatches/s, p99, J per minibatch and per query, and its note."""
     from pytest_edgeenergy.bench.runner import EdgeBench
     from pytest_edgeenergy.bench.settings import QUICK
-    from pytest_edgeenergy.present.interleave_summary import INTERLEAVE_HEADER, interleave_rows
+    from pytest_edgeenergy.present.interleave_summary import (
+        INTERLEAVE_HEADER,
+        INTERLEAVE_INTRO,
+        interleave_lines,
+        interleave_rows,
+    )
 
     def noted(stats: WindowStats) -> EdgeBench:
         bench = EdgeBench(None, "t::x", QUICK)  # type: ignore[arg-type]  # note needs no board
@@ -554,6 +559,10 @@ def test_the_summary_table_shows_each_tasks_figures_and_the_scheduler() -> None:
     assert rows[2][4:7] == ("0", "13.3 s", "-")
     assert rows[2][9].startswith("100 ms: 20/20 late; no training minibatch finished")
     assert interleave_rows([plain]) == []
+    intro, names, *lines = interleave_lines([noted(ok), plain, noted(stalled)])
+    assert intro == INTERLEAVE_INTRO and names.split("  ")[0] == "workload"
+    assert [line.index("100 ms") for line in lines] == [names.index("deadline")] * 2
+    assert interleave_lines([plain]) == []
 
 
 def test_suite_searched_for_training_throughput_on_a_virtual_orin_nano(tmp_path: Path) -> None:

@@ -13,8 +13,9 @@ counted as the module it comes from.
 
 The rooms' own rules are checked here too: commands only in ``commands/`` (no other module
 parses a command line or has a ``main``, bar the listed exceptions; the console script
-points into ``commands/``), and no part but the ``python -m`` entries imports ``commands``
-(the plugin never does).
+points into ``commands/``), no part but the ``python -m`` entries imports ``commands``
+(the plugin never does), and ``present/`` never imports pytest. (Columns aligned only in
+``present/tables.py`` is checked by ``test_one_aligner.py``.)
 """
 
 from __future__ import annotations
@@ -301,19 +302,22 @@ def _modules() -> dict[str, ast.Module]:
     return {_module_name(path)[0]: ast.parse(path.read_text()) for path in PACKAGE.rglob("*.py")}
 
 
-def _entries(tree: ast.Module) -> list[str]:
-    """What makes a module a command line: argparse imported, a top-level ``main`` or
-    ``*_main`` function, an ``if __name__ == "__main__"`` block."""
+def absolute_imports(tree: ast.Module) -> list[str]:
+    """Each module ``tree`` imports by its absolute name (``import a.b``, ``from a.b import
+    c``: ``a.b``), inside functions and under TYPE_CHECKING too."""
     found: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
+            found += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and not node.level:
-            names = [node.module or ""]
-        else:
-            continue
-        if "argparse" in names:
-            found.append("imports argparse")
+            found.append(node.module or "")
+    return found
+
+
+def _entries(tree: ast.Module) -> list[str]:
+    """What makes a module a command line: argparse imported, a top-level ``main`` or
+    ``*_main`` function, an ``if __name__ == "__main__"`` block."""
+    found = ["imports argparse" for name in absolute_imports(tree) if name == "argparse"]
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.rpartition("_")[2] == "main":
             found.append(f"defines {node.name}()")
@@ -364,3 +368,41 @@ def test_the_console_script_points_into_commands() -> None:
     assert scripts == {"edgeenergy": "pytest_edgeenergy.commands:main"}
     module, _, name = scripts["edgeenergy"].partition(":")
     assert callable(getattr(import_module(module), name))
+
+
+# -- present/ is text, not pytest --------------------------------------------------------------
+
+WITHOUT_PYTEST = ("present",)
+"""Parts that never import pytest (its modules nor ``_pytest``'s): ``present/`` makes the text a
+person reads; the plugin writes it to pytest's terminal itself, and the commands print it
+without pytest installed in the way."""
+
+
+def pytest_imports(tree: ast.Module) -> list[str]:
+    """Each import of pytest (``pytest``, ``_pytest``, their modules) in ``tree``."""
+    return [n for n in absolute_imports(tree) if n.split(".")[0] in ("pytest", "_pytest")]
+
+
+def test_present_never_imports_pytest() -> None:
+    wrong = sorted(
+        f"{module} imports {name}"
+        for module, tree in _modules().items()
+        if _part(module) in WITHOUT_PYTEST
+        for name in pytest_imports(tree)
+    )
+    assert wrong == [], "present/ makes text; pytest stays in plugin/: " + str(wrong)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "import pytest",
+        "from _pytest.terminal import TerminalReporter",
+        "def later():\n    import pytest",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pytest import Config",
+    ],
+)
+def test_a_pytest_import_is_found(line: str) -> None:
+    assert pytest_imports(ast.parse(line)) != [], line
+    ours = "import pytest_edgeenergy\nfrom pytest_edgeenergy import words\nfrom . import pytest"
+    assert pytest_imports(ast.parse(ours)) == []

@@ -25,7 +25,8 @@ from pytest_edgeenergy.meters.ina import InaSource
 from pytest_edgeenergy.meters.meter import Meter
 from pytest_edgeenergy.meters.source import PreadFn
 from pytest_edgeenergy.meters.window import WindowResult
-from pytest_edgeenergy.present.summary import validity_text, window_text
+from pytest_edgeenergy.present.measure import window_text
+from pytest_edgeenergy.present.summary import validity_text
 from pytest_edgeenergy.report.schema import validate
 from pytest_edgeenergy.report.windows import validity_of, window_metrics
 from pytest_edgeenergy.sim.tree import create

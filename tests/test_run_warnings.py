@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from wrapped_text import unwrapped_lines
 
 from pytest_edgeenergy.plugin.options import Settings
 from pytest_edgeenergy.plugin.session import PluginSession
@@ -57,7 +58,9 @@ def test_a_tree_nothing_animates_is_said_frozen(pytester: pytest.Pytester, board
     result.assert_outcomes(passed=1)
     [frozen] = _warnings(data, "frozen_readings")
     assert f"edgeenergy sim run {board}" in frozen["message"]
-    result.stdout.fnmatch_lines(["WARNING: *was not animated during the measurement*"])
+    unwrapped_lines(result.outlines).fnmatch_lines(
+        ["WARNING: *was not animated during the measurement*"]
+    )
 
 
 def test_an_animated_tree_is_not_said_frozen(pytester: pytest.Pytester, board: Path) -> None:
@@ -94,7 +97,7 @@ def test_net_energy_below_zero_flags_the_idle_baseline(
         result, data = _run(pytester, f"--edge-root={board}")
     result.assert_outcomes(passed=1)
     assert _warnings(data, "negative_net_energy")
-    result.stdout.fnmatch_lines(
+    unwrapped_lines(result.outlines).fnmatch_lines(
         ["WARNING: 1 window of 1 had net energy below zero*test_quieter_than_idle 'quiet'*"]
     )
 

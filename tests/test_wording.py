@@ -14,10 +14,10 @@ from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.present.plots import render_all
-from pytest_edgeenergy.present.summary import _fmt
 from pytest_edgeenergy.present.tables import (
     Change,
     Table,
+    fixed,
     render_html_table,
     render_markdown,
     render_text,
@@ -67,7 +67,7 @@ def test_a_small_figure_that_is_not_dust_is_shown_as_it_is() -> None:
 
 
 def test_a_fixed_width_figure_rounding_to_zero_has_no_sign() -> None:
-    assert (_fmt(DUST_J, ".4f"), _fmt(-0.0173, ".4f"), _fmt(None, ".4f")) == (
+    assert (fixed(DUST_J, ".4f"), fixed(-0.0173, ".4f"), fixed(None, ".4f")) == (
         "0.0000",
         "-0.0173",
         "-",

@@ -228,22 +228,22 @@ def _rounds_lines(verdict: GateVerdict) -> list[str]:
 def _show(verdict: GateVerdict, lines: Sequence[str], fmt: str, saved: Path | None) -> None:
     """Print the verdict and ``lines``; the Markdown version also into ``saved`` and
     ``$GITHUB_STEP_SUMMARY`` (when CI provides one)."""
-    markdown = render_verdict(verdict, "markdown") + "".join(f"\n- {line}" for line in lines)
+    markdown = render_verdict(verdict, "markdown", notes=lines)
     if fmt == "markdown":
-        sys.stdout.write(markdown + "\n")
+        sys.stdout.write(markdown)
     else:
-        sys.stdout.write(render_verdict(verdict, "table") + "".join(f"{x}\n" for x in lines))
+        sys.stdout.write(render_verdict(verdict, "table", notes=lines))
     sys.stdout.flush()
     if saved is not None:
         try:
-            saved.write_text(markdown + "\n", encoding="utf-8")
+            saved.write_text(markdown, encoding="utf-8")
         except OSError as e:
             _say(f"warning: {saved}: {e.strerror or e}")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         try:
             with open(summary, "a", encoding="utf-8") as handle:
-                handle.write(markdown + "\n")
+                handle.write(markdown)
         except OSError as e:
             _say(f"warning: GITHUB_STEP_SUMMARY {summary}: {e.strerror or e}")
 

@@ -48,46 +48,10 @@ def _board(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
-    print(_board_text(data))
+    from ..present.board import board_text
+
+    print(board_text(data))
     return 0
-
-
-def _board_text(data: dict[str, Any]) -> str:
-    from ..knobs_text import knob_lines
-
-    ident = data["identity"]
-    lines = [
-        f"model:   {ident.get('model') or 'unknown'}"
-        + ("  (SIMULATED virtual board)" if ident.get("simulated") else ""),
-        f"soc:     {ident.get('soc') or '-'}   L4T {ident.get('l4t') or '-'}   "
-        f"JetPack {ident.get('jetpack') or '-'}",
-    ]
-    total = data["total"]
-    lines.append(
-        "total:   "
-        + (f"rail {total['rail']}" if total["method"] == "rail" else "sum of all rails")
-        + (f"  ({total['note']})" if total.get("note") else "")
-    )
-    lines.append("rails:")
-    for r in data["rails"]:
-        where = (
-            f"{r.get('chip', '')} {r.get('layout', '')} {r.get('device', '')} ch{r.get('channel')}"
-        )
-        lines.append(
-            f"  {r['name']:<20} {where:<28} {r.get('unit', '')}"
-            + ("  (total)" if r["is_total"] else "")
-        )
-    if data.get("sampler"):
-        note = data.get("sampler_note")
-        lines.append(f"sampler: {data['sampler']}" + (f"  ({note})" if note else ""))
-    modes = data.get("power_modes") or []
-    if modes:
-        lines.append("power modes: " + ", ".join(f"{m['id']} {m['name']}" for m in modes))
-    current = data.get("current_power_mode")
-    if current:
-        lines.append(f"current power mode: {current['id']} {current['name']}")
-    lines.extend(knob_lines(data["knobs"]))
-    return "\n".join(lines)
 
 
 def _restore(args: argparse.Namespace) -> int:

@@ -166,7 +166,7 @@ def _compare_main(argv: Sequence[str] | None) -> int:
             elif fmt == "csv":
                 document = render_csv(builder.table())
             else:
-                document = "\n".join(render_text(table, wrap_notes=True) for table in tables)
+                document = "\n".join(render_text(table) for table in tables)
             if fmt != "csv":
                 document += "".join("\n" + render_verdict(v, fmt) for v in verdicts)
         if args.output is not None:

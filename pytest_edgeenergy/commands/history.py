@@ -332,7 +332,9 @@ def _changes(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"series": len(every), "changes": found}, indent=2))
         return 0
-    print(_changes_text(found, len(every)))
+    from pytest_edgeenergy.present.history import changes_text
+
+    print(changes_text(found, len(every)))
     return 0
 
 
@@ -373,40 +375,6 @@ def _check_metric(store: HistoryStore, metric: str | None) -> None:
             f"--metric {metric!r}: the history {store.name} holds no result of it; "
             + (f"its metrics: {', '.join(held)}" if held else "it holds no results yet")
         )
-
-
-def _changes_text(found: Sequence[dict[str, Any]], series: int) -> str:
-    from pytest_edgeenergy.history.changes import AUTOCORRELATED
-    from pytest_edgeenergy.present.tables import Change, Marked, Table, fold_columns, render_text
-
-    table = Table(
-        ["test", "metric", "device", "point", "from run", "commits", "before", "after",
-         "change %", "p-value"],
-        title="Changes in the energy history",
-    )  # fmt: skip
-    for c in found:
-        before, after = c["commits"]
-        table.rows.append(
-            [c["test"], f"{c['metric']} [{c['unit']}]" if c["unit"] else c["metric"],
-             c["device"], c["point"], c["started_at"][:19],
-             f"{_short(before)}..{_short(after)}", c["before"], c["after"],
-             Change(c["change_pct"]),
-             Marked(c["p_value"], "~") if c["autocorrelated"] else c["p_value"]]
-        )  # fmt: skip
-    if not found:
-        return f"no change in {series} series"
-    table.notes.append(
-        f"{counted(len(found), 'change')} in {series} series; "
-        "commits: the last run before the change .. the first run after it"
-    )
-    shared = ["metric", "device", "point", "from run", "commits"]
-    if any(c["autocorrelated"] for c in found):
-        table.notes.append(f"~ {AUTOCORRELATED}")
-    return render_text(fold_columns(table, shared))
-
-
-def _short(commit: str | None) -> str:
-    return commit[:10] if commit else "?"
 
 
 def _export(args: argparse.Namespace) -> int:

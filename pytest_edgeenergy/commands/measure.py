@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
     else:
-        from ..present.summary import window_text
+        from ..present.measure import window_text
 
         print(window_text(result))
         for line in warnings:
@@ -306,41 +306,12 @@ def _run_line(plan: CommandPlan, runs: PointRuns, run: CommandRun) -> str:
 
 
 def _summary(plan: CommandPlan, session: EnergySession, outcome: CommandOutcome) -> None:
-    from ..present.tables import Table, render_text
+    from ..present.measure import command_table
+    from ..present.tables import render_text
 
-    rows: list[list[Any]] = []
-    for key in outcome.record_keys:
-        rec = session.tests[key]
-        m = rec.metrics or {}
-
-        def value(name: str, stat: str = "mean", m: dict[str, Any] = m) -> float | None:
-            s = m.get(name, {}).get("stats")
-            return s[stat] if s and m[name].get("value") is not None else None
-
-        op = rec.operating_point
-        rows.append(
-            [
-                rec.nodeid,
-                op["id"] if op else "dvfs",
-                len(rec.windows),
-                value("energy_j"),
-                value("energy_j", "stdev"),
-                value("energy_net_j"),
-                value("duration_s"),
-                value("power_mean"),
-                value("power_peak", "max"),
-                value("energy_per_item"),
-                rec.status if rec.validity is None or rec.validity["valid"] else "invalid",
-            ]
-        )
-    simulated = " (SIMULATED virtual board)" if session.simulated else ""
-    columns = "entry point runs energy_J stdev_J net_J seconds mean_W peak_W J/item status"
-    table = Table(
-        columns=[c.replace("_", " ") for c in columns.split()],
-        rows=rows,
-        title=f"measured: {plan.label}{simulated}; means over the runs that exited 0",
-    )
-    if rows:
+    records = [session.tests[key] for key in outcome.record_keys]
+    table = command_table(plan.label, records, simulated=session.simulated)
+    if records:
         _say(render_text(table).rstrip("\n"))
     for _, run in outcome.failed_runs:
         what = "warm-up" if run.window is None else "run"

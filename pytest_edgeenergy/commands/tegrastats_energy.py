@@ -10,39 +10,8 @@ import sys
 from pathlib import Path
 
 from ..inputfiles import InputFileError, bounded_lines
-from ..meters.tegrastats_log import RUNNING_AVERAGE_NOTE, LogEnergy, integrate_log
+from ..meters.tegrastats_log import integrate_log
 from ..words import counted
-
-
-def _fmt(value: float | None, digits: int) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def format_table(result: LogEnergy, source: str) -> str:
-    """A short human-readable summary of ``result``."""
-    lines = [f"tegrastats log: {source}"]
-    if result.valid:
-        lines.append(
-            f"{counted(result.samples, 'sample')} over {result.seconds:.3f} s "
-            f"(interval {_fmt(result.interval_ms, 0)} ms, from {result.time_source}), "
-            f"{counted(result.read_errors, 'unusable line')}"
-        )
-    else:
-        lines.append(
-            f"INVALID: {result.invalid_reason} ({counted(result.read_errors, 'unusable line')})"
-        )
-    width = max([len("total"), *(len(n) for n in result.rails)])
-    lines.append(f"{'rail':<{width}}  {'energy_j':>12}  {'mean_w':>9}")
-    for name, e in result.rails.items():
-        lines.append(f"{name:<{width}}  {_fmt(e.energy_j, 3):>12}  {_fmt(e.mean_w, 3):>9}")
-    how = f"rail {result.total_rail}" if result.total_rail else "sum of rails"
-    lines.append(
-        f"{'total':<{width}}  {_fmt(result.total.energy_j, 3):>12}  "
-        f"{_fmt(result.total.mean_w, 3):>9}  ({how})"
-    )
-    lines.append(f"note: {RUNNING_AVERAGE_NOTE}")
-    return "\n".join(lines)
-
 
 MAX_LINE_BYTES = 64 * 1024
 """The longest line of a log read (tegrastats writes a few hundred bytes a line): a file
@@ -93,7 +62,9 @@ def tegrastats_energy_main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
-        print(format_table(result, str(path)))
+        from ..present.measure import log_text
+
+        print(log_text(result, str(path)))
     if result.valid:
         return 0
     print(

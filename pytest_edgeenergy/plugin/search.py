@@ -131,7 +131,9 @@ class LiveSearch:
 
     def summary_lines(self) -> list[str]:
         """The terminal summary: each search's trials, best point, saving, front."""
-        return self.engine.summary_lines()
+        from ..present.search import session_lines
+
+        return session_lines(self.engine)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         lines = self.summary_lines()

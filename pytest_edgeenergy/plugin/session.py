@@ -480,17 +480,17 @@ class PluginSession:
                 terminalreporter.write_line(line)
         results = self.bench_results()
         if results:
-            from ..present.bench_summary import format_rows, summary_rows
-            from ..present.interleave_summary import INTERLEAVE_INTRO, interleave_rows
+            from ..present.bench_summary import bench_lines
+            from ..present.interleave_summary import interleave_lines
 
             simulated = " (SIMULATED)" if self.simulated else ""
             terminalreporter.write_sep("=", "energy benchmarks" + simulated)
-            for line in format_rows(summary_rows(results)):
+            for line in bench_lines(results):
                 terminalreporter.write_line(line)
-            interleaved = interleave_rows(self._benches.values())
+            interleaved = interleave_lines(self._benches.values())
             if interleaved:
                 terminalreporter.write_sep("=", "training and inference interleaved" + simulated)
-                for line in [INTERLEAVE_INTRO, *format_rows(interleaved)]:
+                for line in interleaved:
                     terminalreporter.write_line(line)
         if self.gate_lines:
             terminalreporter.write_sep("=", "energy gate")

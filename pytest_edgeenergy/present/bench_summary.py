@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from ..bench.result import BenchResult
+from .tables import Table, text_lines
 
 __all__ = [
     "SUMMARY_HEADER",
+    "bench_lines",
     "deadline_text",
-    "format_rows",
     "paced",
     "summary_rows",
     "validity_cell",
@@ -119,13 +120,8 @@ def deadline_text(r: BenchResult) -> str | None:
     )
 
 
-def format_rows(rows: Sequence[Sequence[str]]) -> list[str]:
-    """Rows as aligned text lines (the last column is not padded)."""
-    if not rows:
-        return []
-    width = len(rows[0])
-    widths = [max(len(r[i]) for r in rows) for i in range(width - 1)]
-    return [
-        "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
-        for r in rows
-    ]
+def bench_lines(results: Iterable[BenchResult]) -> list[str]:
+    """The benchmark table as text lines: :data:`SUMMARY_HEADER` and :func:`summary_rows`,
+    aligned (:func:`~.tables.text_lines`, no rule under the names)."""
+    rows = summary_rows(results, header=False)
+    return text_lines(Table(list(SUMMARY_HEADER), [list(r) for r in rows]), rule=False)

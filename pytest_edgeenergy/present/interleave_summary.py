@@ -11,8 +11,15 @@ from typing import Any
 from ..bench.runner import EdgeBench
 from ..words import counted
 from .bench_summary import _energy, _latency, _rate, paced
+from .tables import Table, text_lines
 
-__all__ = ["INTERLEAVE_HEADER", "INTERLEAVE_INTRO", "INTERLEAVE_KEY", "interleave_rows"]
+__all__ = [
+    "INTERLEAVE_HEADER",
+    "INTERLEAVE_INTRO",
+    "INTERLEAVE_KEY",
+    "interleave_lines",
+    "interleave_rows",
+]
 
 INTERLEAVE_KEY = "interleave"
 """The ``edge_bench.note`` key whose figures this table shows."""
@@ -88,3 +95,13 @@ def interleave_rows(benches: Iterable[EdgeBench], *, header: bool = True) -> lis
             )
         )
     return [INTERLEAVE_HEADER, *rows] if rows and header else rows
+
+
+def interleave_lines(benches: Iterable[EdgeBench]) -> list[str]:
+    """The table as text lines under :data:`INTERLEAVE_INTRO` (:func:`~.tables.text_lines`,
+    no rule under the names); none when no bench noted :data:`INTERLEAVE_KEY`."""
+    rows = interleave_rows(benches, header=False)
+    if not rows:
+        return []
+    table = Table(list(INTERLEAVE_HEADER), [list(r) for r in rows], header=[INTERLEAVE_INTRO])
+    return text_lines(table, rule=False)

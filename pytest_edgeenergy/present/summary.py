@@ -1,4 +1,4 @@
-"""Human-readable text: the terminal summary table and one window's figures."""
+"""The energy table of the terminal summary, with the board, the counts and the warnings."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..run.warnings import RunView, run_warnings
 from ..words import counted
+from .tables import Table, fixed, notes_text, text_lines
 
 if TYPE_CHECKING:
     from ..board.detect import Board
@@ -32,15 +33,6 @@ class SessionView(RunView, Protocol):
     def report_errors(self) -> Sequence[str]: ...
 
 
-def _fmt(x: float | None, spec: str) -> str:
-    """``x`` in ``spec``; a value that rounds to zero has no sign (float dust of a
-    difference, -1.4e-14 J, reads 0.0000, not -0.0000)."""
-    if x is None:
-        return "-"
-    text = format(x, spec)
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
-
-
 def board_line(es: SessionView) -> str:
     """One line naming the board, how its total is formed and the idle baseline."""
     b = es.board
@@ -61,47 +53,55 @@ def board_line(es: SessionView) -> str:
     return f"board: {name}; L4T {ident.l4t or '-'}; {total}{idle}"
 
 
+SUMMARY_COLUMNS = (
+    "test",
+    "window",
+    "status",
+    "s",
+    "energy J",
+    "net J",
+    "mean W",
+    "samples",
+    "valid",
+)
+
+
 def summary_lines(es: SessionView) -> list[str]:
-    """The energy table printed after the test session, then the counts
-    (:func:`count_lines`), warnings, the run order of operating points and the report."""
-    rows = [("test", "window", "status", "s", "energy J", "net J", "mean W", "samples", "valid")]
+    """The energy table printed after the test session under the :func:`board_line`, then
+    the counts (:func:`count_lines`), warnings, the run order of operating points, the
+    report and its errors (wrapped to the table's width)."""
+    rows: list[list[str]] = []
     for rec in es.tests.values():
         if _kind(rec) == "benched":  # in the benchmark table
             continue
         if not rec.windows:
             if rec.status not in ("skipped", None):
-                rows.append((rec.nodeid, "-", rec.status, "-", "-", "-", "-", "0", "-"))
+                rows.append([rec.nodeid, "-", rec.status, "-", "-", "-", "-", "0", "-"])
             continue
         flags = _point_flags(rec.operating_point)
         for w in rec.windows:
             rows.append(
-                (
+                [
                     rec.nodeid,
                     w.label,
                     rec.status or "-",
-                    _fmt(w.duration_s, ".3f"),
-                    _fmt(w.total.energy_j, ".4f"),
-                    _fmt(w.net_energy_j, ".4f"),
-                    _fmt(w.total.mean_w, ".3f"),
+                    fixed(w.duration_s, ".3f"),
+                    fixed(w.total.energy_j, ".4f"),
+                    fixed(w.net_energy_j, ".4f"),
+                    fixed(w.total.mean_w, ".3f"),
                     str(w.samples),
                     validity_text(w) + flags,
-                )
+                ]
             )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    out = [board_line(es)]
-    if len(rows) > 1:
-        for r in rows:
-            out.append(
-                "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1]
-            )
-    out.extend(count_lines(es.tests.values()))
-    out.extend(f"WARNING: {w['message']}" for w in run_warnings(es))
+    notes = count_lines(es.tests.values())
+    notes.extend(f"WARNING: {w['message']}" for w in run_warnings(es))
     if es.point_order:
-        out.append("operating points in run order: " + " -> ".join(es.point_order))
+        notes.append("operating points in run order: " + " -> ".join(es.point_order))
     if es.report_path is not None:
-        out.append(f"report: {es.report_path}")
-    out.extend(f"REPORT ERROR: {e}" for e in es.report_errors)
-    return out
+        notes.append(f"report: {es.report_path}")
+    notes.extend(f"REPORT ERROR: {e}" for e in es.report_errors)
+    table = Table(list(SUMMARY_COLUMNS), rows, header=[board_line(es)], notes=notes)
+    return text_lines(table, rule=False) if rows else notes_text(table).splitlines()
 
 
 def _kind(rec: TestEnergy) -> str:
@@ -225,29 +225,3 @@ def validity_text(w: WindowResult) -> str:
     if w.valid:
         return "yes" + (f" ({'; '.join(rails)})" if rails else "")
     return "; ".join([f"INVALID: {reason}", *rails])
-
-
-def window_text(w: WindowResult) -> str:
-    """A few lines describing one window, for ``edgeenergy measure`` without --json."""
-    lines = []
-    if w.simulated:
-        lines.append("SIMULATED (virtual board)")
-    method = "rail " + w.total.rail if w.total.rail else "sum of rails"
-    lines.append(
-        f"{w.duration_s:.3f} s, {counted(w.samples, 'sample')}, "
-        f"interval {_fmt(w.interval_ms_mean, '.2f')} ms "
-        f"(jitter {_fmt(w.interval_ms_jitter, '.2f')} ms), sampler CPU {w.sampler_cpu_s:.4f} s"
-    )
-    lines.append(
-        f"total ({method}): {_fmt(w.total.energy_j, '.4f')} J, mean {_fmt(w.total.mean_w, '.3f')} W"
-    )
-    for name, r in w.rails.items():
-        line = f"  {name:<20} {_fmt(r.energy_j, '.4f')} J  mean {_fmt(r.mean_w, '.3f')} W"
-        if name in w.invalid_rails:
-            line += f"  INVALID: {w.invalid_rails[name]}"
-        lines.append(line)
-    if not w.valid:
-        lines.append(f"INVALID: {w.invalid_reason}")
-    if w.read_errors:
-        lines.append("read errors: " + ", ".join(f"{k}={v}" for k, v in w.read_errors.items()))
-    return "\n".join(lines)

@@ -14,7 +14,7 @@ import io
 import math
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -140,6 +140,15 @@ def format_number(value: float) -> str:
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
     return f"{value:.3e}"
+
+
+def fixed(x: float | None, spec: str) -> str:
+    """``x`` in the format ``spec`` (``.4f``), ``-`` for None; a value that rounds to zero
+    has no sign (float dust of a difference, -1.4e-14 J, reads 0.0000, not -0.0000)."""
+    if x is None:
+        return "-"
+    text = format(x, spec)
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def cell_text(value: Any) -> str:
@@ -271,20 +280,24 @@ def _row_columns(
 
 
 NOTES_MIN_WIDTH = 100
-"""Notes wrap (``render_text(wrap_notes=True)``) at the table's width, or at this many
-characters under a narrower table (the width :func:`shared_lines` wraps the header at)."""
+"""Notes under a table wrap at the table's width, or at this many characters under a
+narrower table (the width :func:`shared_lines` wraps the header at)."""
 
 
-def wrapped_notes(notes: Sequence[str], width: int) -> list[str]:
-    """Each note wrapped at spaces to ``width`` characters (a word longer than that stays
-    whole, a number with the word after it: ``2 tests``, ``4.27 J``, a device label:
-    ``sim:nano (simulated)``), its continuation lines indented two spaces more than the
-    note."""
+def wrapped_notes(notes: Sequence[str], width: int = NOTES_MIN_WIDTH) -> list[str]:
+    """Each note longer than ``width`` characters wrapped at spaces (a word longer than that
+    stays whole, a number with the word after it: ``2 tests``, ``4.27 J``, a device label:
+    ``sim:nano (simulated)``, a name and its one word: ``report: PATH``), its continuation
+    lines indented two spaces more than the note; a note that fits is kept as it is."""
     out: list[str] = []
     for note in notes:
+        if len(note) <= width:
+            out.append(note)
+            continue
         indent = note[: len(note) - len(note.lstrip(" "))] + "  "
         glued = _COUNT_SPACE.sub("\\1\N{NO-BREAK SPACE}", note)
         glued = _LABEL_SPACE.sub("\N{NO-BREAK SPACE}", glued)
+        glued = _NAMED_SPACE.sub("\\1\N{NO-BREAK SPACE}", glued)
         lines = textwrap.wrap(
             glued, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
         )
@@ -296,67 +309,102 @@ _COUNT_SPACE = re.compile(r"(\d) (?=\w)")
 """The space between a number and the word it counts or its unit (kept on one line)."""
 _LABEL_SPACE = re.compile(r" (?=\(simulated\))")
 """The space inside a device label (``sim:nano (simulated)``): a label stays on one line."""
+_NAMED_SPACE = re.compile(r"^( *[^ ]+:) (?=[^ ]+$)")
+"""The space of a note that names one thing (``report: PATH``): a path stays with its name."""
 
 
-def render_text(table: Table, *, wrap_notes: bool = False) -> str:
-    """Plain aligned columns; numbers right-aligned. ``wrap_notes``: the notes under the
-    table wrapped to its width (at least :data:`NOTES_MIN_WIDTH`)."""
-    columns = _columns(table)
-    if columns is None:
-        return _render_text_rows(table)
-    out = []
-    if table.title:
-        out.append(table.title)
-    out.extend(table.header)
-    header, rule, padded = [], [], []
-    for label, column in zip(table.columns, columns, strict=True):
-        texts = column.texts()
+GAP = "  "
+"""Between two columns of text."""
+
+
+def _padded(texts: Sequence[str], width: int, right: bool) -> list[str]:
+    if right:
+        return [t.rjust(width) for t in texts]
+    return [t.ljust(width) for t in texts]
+
+
+def _joined(columns: Sequence[Sequence[str]], indent: str, gap: str) -> list[str]:
+    """Padded columns as lines, without trailing spaces."""
+    return [(indent + gap.join(cells)).rstrip() for cells in zip(*columns, strict=True)]
+
+
+def align(
+    rows: Sequence[Sequence[str]],
+    *,
+    right: Collection[int] = (),
+    indent: str = "",
+    gap: str = GAP,
+) -> list[str]:
+    """Rows of text cells as lines, the one way columns are aligned: each column padded to
+    its widest cell, left-aligned (text) or right-aligned (the column indexes in ``right``:
+    numbers), ``gap`` between columns, each line after ``indent`` and without trailing
+    spaces. A short row is filled with empty cells. For lines without a header (a list of
+    trials, of rails); a table with one is a :class:`Table` (:func:`render_text`)."""
+    if not rows:
+        return []
+    n = max(map(len, rows))
+    cells = [[*row, *[""] * (n - len(row))] for row in rows]
+    columns = list(zip(*cells, strict=True))
+    return _joined(
+        [_padded(c, max(map(len, c)), i in right) for i, c in enumerate(columns)], indent, gap
+    )
+
+
+def render_text(table: Table, *, rule: bool = True) -> str:
+    """Plain aligned columns (:func:`align`'s way: numbers right-aligned, text left) under
+    the title and header lines, a rule of dashes under the column names unless ``rule`` is
+    False, and the notes wrapped to the table's width (at least :data:`NOTES_MIN_WIDTH`:
+    :func:`wrapped_notes`)."""
+    return "\n".join(text_lines(table, rule=rule)) + "\n"
+
+
+def text_lines(table: Table, *, rule: bool = True) -> list[str]:
+    """:func:`render_text`'s lines (for a writer that takes one line at a time)."""
+    padded, widths = [], []
+    for label, texts, right in _text_columns(table):
         width = max(len(label), max(map(len, texts), default=0))
-        rule.append("-" * width)
-        if column.any_numeric() and column.all_numeric_or_missing():
-            header.append(label.rjust(width))
-            padded.append([t.rjust(width) for t in texts])
-        else:
-            header.append(label.ljust(width))
-            padded.append([t.ljust(width) for t in texts])
-    out.append("  ".join(header).rstrip())
-    out.append("  ".join(rule))
-    out.extend(["  ".join(cells).rstrip() for cells in zip(*padded, strict=True)])
-    if wrap_notes:
-        width = max(NOTES_MIN_WIDTH, len(out[-1 - len(table.rows)]))
-        out.extend(wrapped_notes(table.notes, width))
-    else:
-        out.extend(table.notes)
-    return "\n".join(out) + "\n"
-
-
-def _render_text_rows(table: Table) -> str:
-    cells = [[cell_text(v) for v in row] for row in table.rows]
-    widths = [len(c) for c in table.columns]
-    for row in cells:
-        for i, text in enumerate(row):
-            widths[i] = max(widths[i], len(text))
-    numeric = [
-        any(_is_numeric(row[i]) for row in table.rows)
-        and all(_is_numeric(row[i]) or _raw(row[i]) is None for row in table.rows)
-        for i in range(len(table.columns))
-    ]
-
-    def line(values: Sequence[str]) -> str:
-        parts = [
-            v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i]) for i, v in enumerate(values)
-        ]
-        return "  ".join(parts).rstrip()
-
-    out = []
-    if table.title:
-        out.append(table.title)
+        widths.append(width)
+        padded.append(_padded([label, *texts], width, right))
+    out = [table.title] if table.title else []
     out.extend(table.header)
-    out.append(line(table.columns))
-    out.append("  ".join("-" * w for w in widths))
-    out.extend(line(row) for row in cells)
-    out.extend(table.notes)
+    lines = _joined(padded, "", GAP) if padded else [""] * (1 + len(table.rows))
+    out.append(lines[0])
+    ruled = GAP.join("-" * w for w in widths)
+    if rule:
+        out.append(ruled)
+    out.extend(lines[1:])
+    out.extend(wrapped_notes(table.notes, max(NOTES_MIN_WIDTH, len(ruled))))
+    return out
+
+
+def notes_text(table: Table) -> str:
+    """A table without rows as text: its title, header lines and notes (wrapped at
+    :data:`NOTES_MIN_WIDTH`), no column names."""
+    out = [table.title] if table.title else []
+    out += [*table.header, *wrapped_notes(table.notes)]
     return "\n".join(out) + "\n"
+
+
+def _text_columns(table: Table) -> list[tuple[str, Sequence[str], bool]]:
+    """Per column: its name, its cells' text, and whether it is right-aligned (some cell is
+    a number and every cell a number or missing). Rows of another length than the columns
+    are filled with empty cells (and the names too)."""
+    columns = _columns(table)
+    if columns is not None:
+        return [
+            (label, c.texts(), c.any_numeric() and c.all_numeric_or_missing())
+            for label, c in zip(table.columns, columns, strict=True)
+        ]
+    n = max([len(table.columns), *map(len, table.rows)])
+    out: list[tuple[str, Sequence[str], bool]] = []
+    for i in range(n):
+        values = [row[i] for row in table.rows if i < len(row)]
+        numeric = any(map(_is_numeric, values)) and all(
+            _is_numeric(v) or _raw(v) is None for v in values
+        )
+        texts = [cell_text(row[i]) if i < len(row) else "" for row in table.rows]
+        out.append((table.columns[i] if i < len(table.columns) else "", texts, numeric))
+    return out
 
 
 def _md_escape(text: str) -> str:

@@ -14,6 +14,7 @@ from pytest_edgeenergy.present.tables import (
     Format,
     Table,
     fold_columns,
+    notes_text,
     render,
     render_html_table,
 )
@@ -175,11 +176,16 @@ def _left_out(rows: Sequence[GateRow]) -> str:
 
 
 def verdict_table(
-    verdict: GateVerdict, *, all_rows: bool = False, strict_option: str = STRICT_OPTION
+    verdict: GateVerdict,
+    *,
+    all_rows: bool = False,
+    strict_option: str = STRICT_OPTION,
+    notes: Sequence[str] = (),
 ) -> Table:
     """The verdict as a table: every judged row with its baseline, new value and change,
     ``within`` rows too (the :data:`WITHIN_SHOWN` that changed most unless ``all_rows``).
-    The last note is the :func:`headline` (``gate passed: 8 within``).
+    Its notes end with the :func:`headline` (``gate passed: 8 within``), then ``notes`` (what
+    the front end adds: the rounds of an A/B run).
 
     With ``all_rows`` (CSV) the table has every column; otherwise the metric and threshold
     that every row shares are said once above the table, and a column empty on every row
@@ -190,7 +196,7 @@ def verdict_table(
     tests, hidden = _shown_rows(verdict.rows, all_rows)
     suites, hidden_suites = _shown_rows(verdict.suite, all_rows)
     table.rows.extend(_table_row(r) for r in tests + suites)
-    notes = table.notes
+    extra, notes = notes, table.notes
     notes.extend(verdict.messages)
     if hidden or hidden_suites:
         notes.append(_left_out(hidden + hidden_suites))
@@ -202,6 +208,7 @@ def verdict_table(
     if verdict.suite:
         notes.append(verdict.suite_note)
     notes.append(headline(verdict, strict_option))
+    notes.extend(extra)
     if all_rows:
         return table
     return fold_columns(table, ["metric", "threshold"], empty=["p-value", "note"])
@@ -214,7 +221,7 @@ def _notes_only(table: Table, fmt: Format) -> str:
     if fmt == "html":
         items = "".join(f"<li>{html.escape(n)}</li>" for n in table.notes)
         return f"<h2>{html.escape(table.title)}</h2>\n<ul>{items}</ul>\n"
-    return "\n".join([table.title, *table.notes]) + "\n"
+    return notes_text(table)
 
 
 def render_verdict(
@@ -223,11 +230,15 @@ def render_verdict(
     *,
     all_rows: bool = False,
     strict_option: str = STRICT_OPTION,
+    notes: Sequence[str] = (),
 ) -> str:
     """Render a verdict as ``table``, ``markdown``, ``csv`` or ``html`` (fragment); with no
     row to show, text formats give the title and notes only. ``strict_option``: the option
-    that makes this front end's gate strict, named by the :func:`headline`."""
-    table = verdict_table(verdict, all_rows=all_rows or fmt == "csv", strict_option=strict_option)
+    that makes this front end's gate strict, named by the :func:`headline`; ``notes``: said
+    after it."""
+    table = verdict_table(
+        verdict, all_rows=all_rows or fmt == "csv", strict_option=strict_option, notes=notes
+    )
     if not table.rows and fmt != "csv":
         return _notes_only(table, fmt)
     if fmt == "html":

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..bench.scenarios import ALLOWED_MISS_FRACTION, Scenario
 from ..errors import EdgeEnergyError
 from ..search.driver import Search
-from ..search.objective import THROUGHPUT, Objective, metrics_text
+from ..search.objective import THROUGHPUT, Objective
 from ..search.space import Knobs, Space
 from ..search.strategies import make_strategy
 from ..search.trial import Trial
@@ -504,7 +504,7 @@ class SessionSearch:
                 saving=saving(result.best, ts.reference),
                 space={d.name: list(d.values) for d in ts.search.space.dims},
                 notes=list(self.notes),
-                prior=self._prior_json(ts.key),
+                prior=self.prior_json(ts.key),
             )
             if self.scenario is not None:
                 entry.update(scenario=self.scenario.name, deadline_s=self.deadline_s)
@@ -517,54 +517,12 @@ class SessionSearch:
             out.append(entry)
         return out
 
-    def _prior_json(self, key: str) -> dict[str, Any] | None:
+    def prior_json(self, key: str) -> dict[str, Any] | None:
+        """The prior of ``key``'s search as the report says it (None without one)."""
         prior = self._prior_of.get(function_id(key))
         if self.settings.prior is None or prior is None:
             return None
         return {"path": str(self.settings.prior), "profiles": sum(t.ok for t in prior)}
-
-    def summary_lines(self) -> list[str]:
-        """The terminal summary: each search's trials, best point, saving, front."""
-        lines: list[str] = [f"note: {n}" for n in self.notes] if self.searches else []
-        for ts in self.searches.values():
-            result = ts.search.result()
-            lines.append(
-                f"{ts.key}: strategy {result.strategy}, objective "
-                f"{self.describe()}, {result.profiles} points profiled"
-                + (f" ({ts.resumed} resumed)" if ts.resumed else "")
-            )
-            if self.study is not None:
-                lines.append(
-                    f"  shared {self.study.label} as {self.study.worker} (this board's trials)"
-                )
-                lines.append(
-                    f"  the whole study: edgeenergy search --storage {self.study.url} --study "
-                    f"{self.study.name} --show"
-                )
-            prior = self._prior_json(ts.key)
-            if prior is not None:
-                lines.append(f"  prior: {prior['profiles']} profiles of {prior['path']}")
-            if ts.reference is not None:
-                lines.append(f"  {'dvfs':8} {'(reference)':48} {_figures(ts.reference)}")
-            for i, t in enumerate(result.trials):
-                lines.append(f"  {'trial' + str(i):8} {_knobs_text(t.knobs):48} {_figures(t)}")
-            best = result.best
-            if best is None and not result.trials and self.study is not None:
-                lines.append("  best: this board profiled no point (the study's: --show above)")
-            elif best is None:
-                lines.append("  best: no profiled point met the objective's budgets")
-            else:
-                lines.append(f"  best: {_knobs_text(best.knobs)}: {_figures(best)}")
-                s = saving(best, ts.reference)
-                if s is not None:
-                    lines.append(
-                        f"  against dvfs: energy {s['energy_pct']:+.1f}%, time "
-                        f"{s['time_pct']:+.1f}% (negative: less)"
-                    )
-            if self.objective.multi:
-                lines.append("  pareto front (time vs energy):")
-                lines += [f"    {_knobs_text(t.knobs)}: {_figures(t)}" for t in result.front]
-        return lines
 
 
 def open_study(settings: SearchConfig) -> SharedStudy | None:
@@ -849,20 +807,6 @@ def _trial_json(trial: Trial | None) -> dict[str, Any] | None:
     out = trial.to_json()
     out.pop("knobs")
     return out
-
-
-def _figures(t: Trial) -> str:
-    if not t.ok:
-        return f"failed: {t.failed}"
-    text = f"{t.time_s:.4g} s  {t.power_w:.4g} W  {t.energy_j:.4g} J"
-    text += metrics_text(t.metrics)
-    return text + (f"  infeasible: {t.infeasible}" if t.infeasible is not None else "")
-
-
-def _knobs_text(knobs: Mapping[str, object]) -> str:
-    from ..search.trial import knobs_text
-
-    return knobs_text(knobs)
 
 
 def _option_of(name: str, sources: Mapping[str, str]) -> str:

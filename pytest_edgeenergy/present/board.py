@@ -1,15 +1,56 @@
-"""The knobs of ``edgeenergy board`` as text: cores, CPU/GPU clocks, EMC, governors.
-
-Works on the ``knobs`` object of ``board --json``, so both forms show the same values.
-"""
+"""``edgeenergy board``'s text: identity, rails, the sampler, power modes and knobs (cores,
+CPU/GPU clocks, EMC), from the ``board --json`` object, so both forms show the same values."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from ..board.sysfs import format_cpu_list
+from .tables import align
 
 SHORT_LIST = 8
 """Offered frequencies are listed up to this many; longer tables show count and range."""
+
+_INDENT = "  "
+
+
+def board_text(data: Mapping[str, Any]) -> str:
+    """The board (``board --json``'s object) for people."""
+    ident = data["identity"]
+    lines = [
+        f"model:   {ident.get('model') or 'unknown'}"
+        + ("  (SIMULATED virtual board)" if ident.get("simulated") else ""),
+        f"soc:     {ident.get('soc') or '-'}   L4T {ident.get('l4t') or '-'}   "
+        f"JetPack {ident.get('jetpack') or '-'}",
+    ]
+    total = data["total"]
+    lines.append(
+        "total:   "
+        + (f"rail {total['rail']}" if total["method"] == "rail" else "sum of all rails")
+        + (f"  ({total['note']})" if total.get("note") else "")
+    )
+    lines.append("rails:")
+    rails = [
+        [
+            r["name"],
+            f"{r.get('chip', '')} {r.get('layout', '')} {r.get('device', '')} ch{r.get('channel')}",
+            r.get("unit", "") + ("  (total)" if r["is_total"] else ""),
+        ]
+        for r in data["rails"]
+    ]
+    lines += align(rails, indent=_INDENT)
+    if data.get("sampler"):
+        note = data.get("sampler_note")
+        lines.append(f"sampler: {data['sampler']}" + (f"  ({note})" if note else ""))
+    modes = data.get("power_modes") or []
+    if modes:
+        lines.append("power modes: " + ", ".join(f"{m['id']} {m['name']}" for m in modes))
+    current = data.get("current_power_mode")
+    if current:
+        lines.append(f"current power mode: {current['id']} {current['name']}")
+    lines.extend(knob_lines(data["knobs"]))
+    return "\n".join(lines)
 
 
 def _mhz(hz: object) -> str:
@@ -17,14 +58,8 @@ def _mhz(hz: object) -> str:
 
 
 def cpu_list(cpus: Sequence[int]) -> str:
-    """``[0, 1, 2, 3, 6]`` -> ``0-3,6`` (the kernel's CPU list syntax)."""
-    runs: list[list[int]] = []
-    for cpu in sorted(set(cpus)):
-        if runs and runs[-1][1] == cpu - 1:
-            runs[-1][1] = cpu
-        else:
-            runs.append([cpu, cpu])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs) or "none"
+    """``[0, 1, 2, 3, 6]`` -> ``0-3,6`` (the kernel's CPU list syntax); ``none`` for none."""
+    return format_cpu_list(list(cpus)) or "none"
 
 
 def offered_text(freqs_hz: Sequence[int] | None) -> str:
@@ -37,19 +72,19 @@ def offered_text(freqs_hz: Sequence[int] | None) -> str:
     return f"offers {len(values)} steps, {_mhz(values[0])}..{_mhz(values[-1])} MHz"
 
 
-def _clock_rows(items: Sequence[Mapping[str, Any]], name_of: Any) -> list[str]:
+def _clock_rows(
+    items: Sequence[Mapping[str, Any]], name_of: Callable[[Mapping[str, Any]], str]
+) -> list[str]:
     rows = [
-        (
+        [
             name_of(k),
             str(k.get("governor") or "-"),
             f"min {_mhz(k.get('min_freq_hz'))}  max {_mhz(k.get('max_freq_hz'))}  "
             f"cur {_mhz(k.get('cur_freq_hz'))} MHz; {offered_text(k.get('available_freqs_hz'))}",
-        )
+        ]
         for k in items
     ]
-    name_w = max((len(r[0]) for r in rows), default=0)
-    gov_w = max((len(r[1]) for r in rows), default=0)
-    return [f"  {n:<{name_w}}  {g:<{gov_w}}  {rest}" for n, g, rest in rows]
+    return align(rows, indent=_INDENT)
 
 
 def _emc_line(emc: Mapping[str, Any] | None) -> str:
