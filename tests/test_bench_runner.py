@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -216,10 +217,21 @@ def test_progress_lines(session: PluginSession) -> None:
     b.run(sha, items_per_call=1, items=3, warmup=0, repeats=3, calibrate=False)
     assert len(lines) == 3
     assert lines[0].startswith("edge_bench t::p [steady] repeat 1/3: 3 items in ")
+    # Not verbose: lines only once a run has taken progress_after_s (how long a run takes
+    # depends on the host, so each case sets the threshold it is about).
     quiet: list[str] = []
-    b2 = EdgeBench(session, "t::q", SETTINGS, progress=quiet.append)
+    b2 = EdgeBench(
+        session, "t::q", SETTINGS, progress=quiet.append, progress_after_s=math.inf
+    )
     b2.run(sha, items_per_call=1, items=3, warmup=0, repeats=2, calibrate=False)
-    assert quiet == []  # short run, not verbose
+    assert quiet == []
+    late: list[str] = []
+    b3 = EdgeBench(session, "t::l", SETTINGS, progress=late.append, progress_after_s=0.0)
+    b3.run(sha, items_per_call=1, items=3, warmup=0, repeats=2, calibrate=False)
+    assert [line.split(": ")[0] for line in late] == [
+        "edge_bench t::l [steady] repeat 1/2",
+        "edge_bench t::l [steady] repeat 2/2",
+    ]
 
 
 def test_bad_arguments_are_named(bench: EdgeBench) -> None:

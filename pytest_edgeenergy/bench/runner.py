@@ -180,15 +180,17 @@ class EdgeBench:
         benchmark_fixture: object | None = None,
         progress: Callable[[str], None] | None = None,
         progress_always: bool = False,
+        progress_after_s: float = PROGRESS_AFTER_S,
     ) -> None:
         """``progress`` receives one line per repeat: always with ``progress_always``
-        (``-v``), else once a run has taken :data:`PROGRESS_AFTER_S`."""
+        (``-v``), else once a run has taken ``progress_after_s``."""
         self._session = session
         self.nodeid = nodeid
         self.settings = settings
         self._benchmark = benchmark_fixture
         self._progress = progress
         self._progress_always = progress_always
+        self._progress_after_s = progress_after_s
         self._results: list[BenchResult] = []
         self._phases: list[PhaseResult] = []
         self._preflights: list[FitVerdict] = []
@@ -322,7 +324,7 @@ class EdgeBench:
     def _emit(self, line: str, started: float) -> None:
         if self._progress is None:
             return
-        if self._progress_always or time.perf_counter() - started >= PROGRESS_AFTER_S:
+        if self._progress_always or time.perf_counter() - started >= self._progress_after_s:
             self._progress(line)
 
     # ---- benchmarks ------------------------------------------------------------------
