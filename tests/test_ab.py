@@ -47,8 +47,10 @@ GATE = "energy_per_item:mean:5%"
 
 # Energy per item follows the paced work (tests/paced.py: one item per period, the period
 # set by the clock) at the pinned utilisation: FACTOR scales the period. A window lasts its
-# 6 periods (0.6 s) plus the lateness of its last wake-up alone, which on a busy host cannot
-# make an unchanged round look changed by 5 % nor hide twice the work.
+# 6 periods (0.6 s) plus the lateness of its last wake-up alone (a few ms on a busy host,
+# rarely up to 0.22 s): an unchanged pair's rounds agree within a few %, a round such a
+# wake-up hit stands alone (the paired rule trims it from 5 rounds on), and twice the work
+# stands far above it.
 # NOISY (when set) scales B's work by 1.3 in odd rounds and 1/1.3 in even ones: the ratio
 # swings round to round around 1, so its change can be neither shown nor bounded.
 WORKLOAD = """
