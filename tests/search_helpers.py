@@ -8,7 +8,9 @@ found by brute force over the same table, never written down.
 
 from __future__ import annotations
 
+import csv
 import itertools
+from pathlib import Path
 from typing import Any
 
 from pytest_edgeenergy.search.objective import Objective
@@ -32,6 +34,15 @@ def toy_rows(*, cores: bool = False) -> list[dict[str, Any]]:
             row["cpu_cores"] = n
         rows.append(row)
     return rows
+
+
+def write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """``rows`` as a CSV table at ``path`` (the columns of the first row)."""
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
 
 
 def toy_table(*, cores: bool = False) -> ReplayTable:

@@ -44,6 +44,17 @@ BENCH = [
 ]
 
 
+ENERGY_ONLY = """
+import time
+
+def test_e(energy):
+    with energy.window():
+        time.sleep(0.4)
+"""
+
+WINDOWS = "whose windows carry energy_j, energy_net_j, power_mean, power_peak, duration_s and"
+
+
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
@@ -133,23 +144,58 @@ def test_metric_that_cannot_exist_is_a_usage_error_before_any_test_runs(
     assert not ran.exists()
 
 
-def test_edge_gate_marker_that_cannot_exist_is_a_usage_error_at_collection(
-    pytester: pytest.Pytester, tmp_path: Path
+@pytest.mark.parametrize("kind", ["fifo", "device", "loop"])
+def test_a_baseline_that_is_no_file_nor_directory_is_a_usage_error_before_any_test_runs(
+    pytester: pytest.Pytester, tmp_path: Path, kind: str
+) -> None:
+    """Read as a directory, `--edge-baseline <(cat r.json)` held no reports: 'no baseline
+    yet', and the run passed ungated."""
+    baseline = tmp_path / "base"
+    if kind == "fifo":
+        os.mkfifo(baseline)
+        said = "is a pipe (FIFO); a baseline is a report file or a directory of reports"
+    elif kind == "device":
+        baseline = Path("/dev/zero")
+        said = "is a character device; a baseline is a report file or a directory of reports"
+    else:
+        os.symlink(tmp_path / "other", baseline)
+        os.symlink(baseline, tmp_path / "other")
+        said = "is a loop of symbolic links"
+    ran = tmp_path / "ran"
+    pytester.makepyfile(test_w=f"def test_w():\n    open({str(ran)!r}, 'w').close()\n")
+    result = pytester.runpytest_subprocess(
+        f"--edge-baseline={baseline}", "--edge-fail=energy_per_item:mean:5%"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--edge-baseline {baseline}: {said}*"])
+    assert not ran.exists()
+
+
+@pytest.mark.parametrize(
+    ("expr", "fixture", "message"),
+    [
+        ("load.enrgy_j:mean:3%", "", "*did you mean 'load.energy_j'*"),
+        # a metric edge_bench could carry, on a test that measures with the energy fixture
+        ("load.energy_per_item:mean:3%", "energy",
+         "*this test cannot carry 'load.energy_per_item' (did you mean 'load.energy_j'?): it "
+         f"uses the energy fixture, {WINDOWS}*"),
+    ],
+)  # fmt: skip
+def test_edge_gate_marker_its_test_cannot_carry_is_a_usage_error_at_collection(
+    pytester: pytest.Pytester, tmp_path: Path, expr: str, fixture: str, message: str
 ) -> None:
     pytester.makepyfile(
-        test_m="""
+        test_m=f"""
 import pytest
 
-@pytest.mark.edge_gate("load.enrgy_j:mean:3%")
-def test_m():
+@pytest.mark.edge_gate({expr!r})
+def test_m({fixture}):
     pass
 """
     )
     result = pytester.runpytest_subprocess(f"--edge-baseline={tmp_path / 'baselines'}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        ["*test_m.py::test_m: edge_gate('load.enrgy_j:mean:3%')*did you mean 'load.energy_j'*"]
-    )
+    result.stderr.fnmatch_lines([f"*test_m.py::test_m: edge_gate({expr!r}): {message}"])
 
 
 def test_first_run_starts_the_baseline_and_a_strict_gate_fails_on_insufficient(
@@ -196,33 +242,63 @@ def test_strict_gate_from_the_ini_file_is_read_and_checked(
     result.stderr.fnmatch_lines([message])
 
 
-def test_metric_no_result_carries_is_a_usage_error_at_session_end(
-    pytester: pytest.Pytester, tmp_path: Path
+@pytest.mark.parametrize(
+    ("fail", "hint"),
+    [("energy_per_item:mean:5%", "energy_j"), ("latency_p90:mean:5%", "duration_s")],
+)
+def test_metric_the_collected_tests_cannot_carry_stops_the_run_before_any_test_saving_nothing(
+    pytester: pytest.Pytester, tmp_path: Path, fail: str, hint: str
 ) -> None:
+    ran = tmp_path / "ran"
     pytester.makepyfile(
-        test_e="""
-import time
-
-def test_e(energy):
-    with energy.window():
-        time.sleep(0.4)
-"""
+        test_e=ENERGY_ONLY.replace("    with", f"    open({str(ran)!r}, 'w').close()\n    with")
     )
+    baselines = tmp_path / "baselines"
     result = pytester.runpytest_subprocess(
         "--edge-board=sim:orin-nano",
         f"--edge-report={tmp_path / 'e.json'}",
         "--edge-idle-s=0",
-        f"--edge-baseline={tmp_path / 'baselines'}",
-        "--edge-fail=latency_p90:mean:5%",
+        f"--edge-baseline={baselines}",
+        f"--edge-save-baseline={baselines}",
+        f"--edge-fail={fail}",
+        "-p",
+        "no:cacheprovider",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    metric = fail.split(":")[0]
+    result.stderr.fnmatch_lines(
+        [f"*--edge-fail {fail!r}: no collected test can carry {metric!r} (did you mean "
+         f"{hint!r}?): those that measure (1) use the energy fixture, {WINDOWS} energy_j.RAIL*"]
+    )  # fmt: skip
+    assert not ran.exists() and not baselines.exists()
+
+
+def test_a_gate_ending_in_a_usage_error_saves_no_baseline(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makepyfile(test_e=ENERGY_ONLY)
+    baselines = tmp_path / "baselines"
+    baselines.mkdir()
+    (baselines / "bad.json").write_text("{", encoding="utf-8")  # no usable baseline: exit 4
+    report = tmp_path / "e.json"
+    result = pytester.runpytest_subprocess(
+        "--edge-board=sim:orin-nano",
+        f"--edge-report={report}",
+        "--edge-idle-s=0",
+        f"--edge-baseline={baselines}",
+        f"--edge-save-baseline={baselines}",
+        "--edge-fail=energy_j:mean:5%",
         "-p",
         "no:cacheprovider",
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     result.assert_outcomes(passed=1)
-    out = result.stdout.str()
-    assert "edgeenergy gate: usage error: gate expression 'latency_p90:mean:5%': " in out
-    assert "no result of this run carries the metric 'latency_p90'" in out
-    assert "energy_j" in out.split("metrics present: ", 1)[1]
+    result.stdout.fnmatch_lines(
+        ["edgeenergy gate: usage error: *no usable baseline for this run*",
+         f"edgeenergy: no baseline saved to {baselines} after the usage error; the report is "
+         f"{report}"]
+    )  # fmt: skip
+    assert [p.name for p in baselines.iterdir()] == ["bad.json"]
 
 
 def test_report_holds_bench_metrics(pytester: pytest.Pytester, tmp_path: Path) -> None:

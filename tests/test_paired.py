@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import t as student_t  # type: ignore[import-untyped]
 
 from pytest_edgeenergy.board.types import Identity, RailMap
-from pytest_edgeenergy.report.gate import GateExprError, GateVerdict, render_verdict
+from pytest_edgeenergy.present.verdict import render_verdict
 from pytest_edgeenergy.report.load import check_report
 from pytest_edgeenergy.report.model import (
     DeviceInfo,
@@ -24,8 +24,9 @@ from pytest_edgeenergy.report.model import (
     build_validity,
     make_metric,
 )
-from pytest_edgeenergy.report.paired import (
-    PairedVerdict,
+from pytest_edgeenergy.verdict.expr import GateExprError
+from pytest_edgeenergy.verdict.model import GateVerdict, PairedVerdict
+from pytest_edgeenergy.verdict.paired import (
     look_alpha,
     paired_verdict,
     spent_alpha,
@@ -218,7 +219,8 @@ def test_undecided_is_insufficient_but_not_failed_in_a_lenient_gate() -> None:
     assert not verdict.failed
     assert paired_verdict(pairs, [MEDIAN_5], max_rounds=3, strict=True).failed
     text = render_verdict(verdict, "table")
-    assert "could not tell" in text and "gate passed" in text
+    assert "could not tell" in text and "gate passed" not in text
+    assert "gate NOT DECIDED: the one row could not be decided (insufficient: undecided" in text
 
 
 def test_looks_are_replayed_so_one_call_on_all_rounds_agrees_with_a_call_per_round() -> None:

@@ -17,7 +17,6 @@ import pytest
 from paced import with_paced
 
 from pytest_edgeenergy.board.types import Identity, RailMap
-from pytest_edgeenergy.report.gate import GateExprError
 from pytest_edgeenergy.report.load import check_report, load_report
 from pytest_edgeenergy.report.model import (
     AB_ENV,
@@ -29,7 +28,9 @@ from pytest_edgeenergy.report.model import (
     build_validity,
     make_metric,
 )
-from pytest_edgeenergy.report.paired import PairedVerdict, gate_baselines
+from pytest_edgeenergy.verdict.expr import GateExprError
+from pytest_edgeenergy.verdict.model import PairedVerdict
+from pytest_edgeenergy.verdict.paired import gate_baselines
 
 T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
 ORIN = Identity(

@@ -4,10 +4,11 @@ SIGKILLed mid-trial, resume, and two concurrent pytest runs on virtual boards.""
 
 from __future__ import annotations
 
-import csv
+import hashlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,21 +17,31 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import optuna
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from optuna.distributions import CategoricalDistribution
+from optuna.samplers._base import _CONSTRAINTS_KEY
+from optuna.storages.journal import JournalFileBackend, JournalStorage
 from pg_server import fresh_database, pg_server
-from search_helpers import toy_rows
+from search_helpers import toy_rows, write_rows
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy import __version__
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.errors import InvalidValue
-from pytest_edgeenergy.search.study import parse_storage, redact
+from pytest_edgeenergy.search.driver import Search
+from pytest_edgeenergy.search.objective import Objective
+from pytest_edgeenergy.search.replay import read_replay
+from pytest_edgeenergy.search.strategies import make_strategy
+from pytest_edgeenergy.search.study import CONSTRAINTS_KEY, SharedStudy, parse_storage, redact
+from pytest_edgeenergy.search.study_replay import table_sha256
 
 RUN_TIMEOUT_S = 240.0
 EDGEENERGY = [
     sys.executable,
     "-c",
-    "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())",
+    "import sys; from pytest_edgeenergy.commands import main; sys.exit(main())",
 ]
 
 
@@ -49,13 +60,7 @@ def pg_url(server: str) -> str:
 @pytest.fixture
 def table(tmp_path: Path) -> Path:
     """A 48-point replay table (GPU, CPU clocks and cores) with the project's columns."""
-    rows = toy_rows(cores=True)
-    path = tmp_path / "toy.csv"
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+    return write_rows(tmp_path / "toy.csv", toy_rows(cores=True))
 
 
 @pytest.fixture(params=["postgresql", "journal", "sqlite"])
@@ -85,10 +90,10 @@ def _done(proc: subprocess.Popen[str]) -> dict[str, Any]:
     return json.loads(out)  # type: ignore[no-any-return]
 
 
-def _show(storage: str) -> dict[str, Any]:
-    """The study as ``--show --json`` prints it (with the study's own heartbeat: it fails
-    the trials silent for 3 of them)."""
-    args = ["--study", "s", "--show", "--json"]
+def _show(storage: str, *text: str) -> Any:
+    """The study's one search as ``--show --json`` prints it (with the study's own
+    heartbeat: it fails the trials silent for 3 of them); with ``"text"``, ``--show``'s text."""
+    args = ["--study", "s", "--show", *([] if text else ["--json"])]
     done = subprocess.run(
         [*EDGEENERGY, "search", "--storage", storage, *args],
         capture_output=True,
@@ -98,9 +103,18 @@ def _show(storage: str) -> dict[str, Any]:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    if text:
+        return done.stdout
     searches = json.loads(done.stdout)["searches"]
     assert len(searches) == 1, searches
-    return searches[0]  # type: ignore[no-any-return]
+    return searches[0]
+
+
+def _optuna(storage: str) -> optuna.Study:
+    """The study as plain Optuna (and optuna-dashboard) loads it."""
+    kind, target = parse_storage(storage)
+    store = JournalStorage(JournalFileBackend(target)) if kind == "journal" else target
+    return optuna.load_study(study_name="s", storage=store)
 
 
 def _point(trial: dict[str, Any]) -> tuple[Any, ...]:
@@ -125,8 +139,11 @@ def test_three_workers_profile_exactly_n_distinct_points_then_resume(
     # Each worker's output is its own part of the study, and the parts make the whole.
     own = sorted(t["number"] for o in outputs for t in o["trials"] if "not_counted" not in t)
     assert own == sorted(t["number"] for t in measured)
-    # A worker that started when every trial was claimed ran none: it is not in the study.
-    assert {o["worker"] for o in outputs if o["trials"]} <= set(search["workers"])
+    # A worker that started when every trial was claimed ran none: it is not in the study
+    # (nor is one whose every claim was withdrawn).
+    assert {
+        o["worker"] for o in outputs if any("not_counted" not in t for t in o["trials"])
+    } <= set(search["workers"])
     assert set(search["workers"]) <= {o["worker"] for o in outputs}
 
     # All stopped: the same command again has nothing left; a larger total continues.
@@ -185,6 +202,11 @@ def test_a_killed_workers_trial_fails_by_heartbeat_and_its_point_is_profiled_aga
     assert max(Counter(map(_point, measured)).values()) == 1
     (gone,) = [t for t in search["trials"] if t["number"] == lost["number"]]
     assert gone["status"] == "lost" and "no heartbeat" in gone["reason"]
+    # Where Optuna's own tools show it: the failed trial's user attrs.
+    (failed,) = [t for t in _optuna(storage).trials if t.number == lost["number"]]
+    assert failed.state == optuna.trial.TrialState.FAIL
+    assert failed.user_attrs["lost"] == gone["reason"]
+    assert gone["reason"].startswith("no heartbeat for 3 s (its process stopped)")
     again = [t for t in measured if _point(t) == _point(lost)]
     assert again and again[0]["number"] > lost["number"]
     assert not again[0]["worker"].endswith(f"/pid{victim.pid}")
@@ -224,10 +246,172 @@ def test_a_process_asking_another_search_is_refused(
     base = ["search", "--storage", storage, "--study", "s", "--replay", str(table)]
     assert main([*base, "--trials", "2", "--strategy", "random"]) == 0
     capsys.readouterr()
-    assert main([*base, "--trials", "2", "--strategy", "grid", "--seed", "3"]) == 2
+    asks = ["--objective", "min-time", "--power-budget-w", "9"]
+    assert main([*base, "--trials", "2", "--strategy", "random", *asks]) == 2
     err = capsys.readouterr().err
     assert err.startswith("edgeenergy: study 's' in journal:")
-    assert "strategy 'random' there, 'grid' here" in err and "seed 0 there, 3 here" in err
+    assert "objective 'min-energy' there, 'min-time' here" in err
+    assert "power_budget_w null there, 9.0 here" in err and "seed" not in err
+
+
+def _two_workloads(path: Path) -> Path:
+    """The toy table twice, as ``resnet`` and as a twice faster ``mobnet`` (a ``workload``
+    column, as the project's tables of several workloads have)."""
+    rows = [
+        {**row, "workload": name, "time_s": row["time_s"] * scale}
+        for name, scale in (("resnet", 1.0), ("mobnet", 0.5))
+        for row in toy_rows(cores=True)
+    ]
+    return write_rows(path, rows)
+
+
+def test_one_study_holds_one_table_and_filter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A worker replaying another workload of the table, or another table, is refused:
+    the study's search is its table (digest) and filters, not only its space."""
+    two = _two_workloads(tmp_path / "two.csv")
+    storage = f"journal:{tmp_path / 's.log'}"
+    base = ["search", "--storage", storage, "--study", "s", "--trials", "3", "--json"]
+    assert main([*base, "--replay", str(two), "--where", "workload=resnet"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--replay", str(two), "--where", "workload=mobnet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "made for another search" in err
+    assert 'where {"workload": "resnet"} there, {"workload": "mobnet"} here' in err
+    other = tmp_path / "other.csv"
+    other.write_text(two.read_text().replace(",resnet", ",resnet-fp16"))
+    assert main([*base, "--replay", str(other), "--where", "workload=resnet-fp16"]) == 2
+    err = capsys.readouterr().err
+    assert f"table_sha256 {_sha256(two)!r} there, {_sha256(other)!r} here" in err
+    search = _show(storage)
+    assert search["counted"] == 3 and search["where"] == {"workload": "resnet"}
+    assert {t["worker"] for t in search["trials"]} == {f"{socket.gethostname()}/pid{os.getpid()}"}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_workers_with_their_own_seeds_and_strategies_join_one_study(
+    tmp_path: Path, table: Path
+) -> None:
+    """Optuna's guidance for distributed runs: one seed per worker. The study's search
+    is its space, objective, budgets and table; each worker's seed and strategy its own."""
+    storage = f"journal:{tmp_path / 'study.log'}"
+    runs = [("random", "1"), ("random", "3"), ("grid", "5")]
+    outputs = [
+        _done(_worker(storage, table, 2 * int(seed), "--strategy", strategy, "--seed", seed))
+        for strategy, seed in runs
+    ]
+    for out, (strategy, seed) in zip(outputs, runs, strict=True):
+        assert out["trials"] and (out["strategy"], out["seed"]) == (strategy, int(seed))
+    search = _show(storage)
+    measured = _measured(search)
+    assert len(measured) == 10 and max(Counter(map(_point, measured)).values()) == 1
+    assert {(t["strategy"], t["seed"]) for t in measured} == {(s, int(k)) for s, k in runs}
+    assert search["strategy"] == "random/grid"
+
+
+BUDGET_W = 8.0
+
+
+def test_optuna_sees_the_budget_the_metric_and_readable_attributes(
+    storage: str, table: Path
+) -> None:
+    """Opened with plain Optuna (as optuna-dashboard does), a shared min-time search under
+    a power budget names the project's best point as Optuna's best trial: each measured
+    trial stores its budget as an Optuna constraint (> 0: over budget)."""
+    budget = ("--objective", "min-time", "--power-budget-w", f"{BUDGET_W:g}")
+    worker = _done(_worker(storage, table, 48, "--strategy", "grid", *budget))
+    search = _show(storage)
+    measured = _measured(search)
+    assert len(measured) == 48
+    over = {t["number"] for t in measured if t["power_w"] > BUDGET_W}
+    assert over and len(over) < 48
+    fastest = min(measured, key=lambda t: t["time_s"])
+    assert fastest["number"] in over, "the toy table's fastest point is over the budget"
+
+    study = _optuna(storage)
+    best = study.best_trial
+    assert best.params == search["best"]["knobs"]
+    assert best.user_attrs["power_w"] <= BUDGET_W and best.value == search["best"]["time_s"]
+    assert {t["number"] for t in measured if not t["feasible"]} == over
+    assert {t["number"] for t in worker["trials"] if not t["feasible"]} == over
+    assert worker["objective"] == f"min-time, power <= {BUDGET_W:g} W"
+    assert study.metric_names == ["time_s"]
+    for trial in study.trials:
+        violated = any(v > 0 for v in trial.constraints.values())
+        assert violated == (trial.number in over), trial.number
+    assert CONSTRAINTS_KEY == _CONSTRAINTS_KEY  # where Optuna's constrained samplers put them
+    assert set(study.user_attrs) == {"search", "heartbeat_s", "edgeenergy study format"}
+    assert study.user_attrs["search"]["constraints"][0] == "power_w - 8 (the power budget, W)"
+
+    text = _show(storage, "text")
+    assert f"strategy grid, objective min-time, power <= {BUDGET_W:g} W: 48 trials done" in text
+    assert text.count("  over budget\n") == len(over)
+
+
+def test_withdrawn_claims_are_not_a_workers_trials(
+    tmp_path: Path, table: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A claim withdrawn (another worker held its point) is a PRUNED trial in Optuna; the
+    study's counts and trial list leave it out, and say how many there were."""
+    storage = f"journal:{tmp_path / 'study.log'}"
+    worker = _done(_worker(storage, table, 2))
+    objective = Objective("min-energy")
+    replay = read_replay(table)
+    shared = SharedStudy(storage, "s")
+    inputs = {"table_sha256": table_sha256(table), "where": {}}
+    shared.join("", replay.space, objective, strategy="random", seed=9, inputs=inputs)
+    strategy = make_strategy("random", replay.space, objective, seed=9)
+    claim = shared.claim("", Search(replay.space, objective, strategy), 3)
+    assert claim is not None
+    shared.withdraw(claim, "trial 0 of another worker holds the point")
+    search = _show(storage)
+    assert search["withdrawn"] == 1 and search["counted"] == 2
+    assert search["workers"] == {worker["worker"]: {"measured": 2}}
+    text = _show(storage, "text")
+    assert f"#{claim.number} " not in text
+    assert "  1 withdrawn claim not listed: a point two workers claimed at once" in text
+    assert f"{shared.worker}" not in text
+    (pruned,) = [t for t in _optuna(storage).trials if t.number == claim.number]
+    assert pruned.state == optuna.trial.TrialState.PRUNED and "withdrawn" in pruned.user_attrs
+
+
+def test_a_study_of_the_earlier_format_is_shown_but_not_joined(
+    tmp_path: Path, table: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A study the previous version wrote (searches under ``config:``, the seed part of
+    the search, no constraints): ``--show`` reads it, a worker is refused naming the
+    format and this version."""
+    path = tmp_path / "old.log"
+    old = optuna.create_study(storage=JournalStorage(JournalFileBackend(str(path))), study_name="s")
+    space = read_replay(table).space
+    old.set_user_attr(
+        "config:",
+        {"space": {d.name: list(d.values) for d in space.dims}, "objective": "min-energy",
+         "power_budget_w": None, "latency_budget_s": None, "strategy": "random", "seed": 0},
+    )  # fmt: skip
+    knobs = {d.name: d.values[0] for d in space.dims}
+    old.add_trial(
+        optuna.trial.create_trial(
+            params=knobs,
+            distributions={d.name: CategoricalDistribution(d.values) for d in space.dims},
+            value=2.0,
+            user_attrs={"test": "", "worker": "old/pid1", "time_s": 0.5, "power_w": 4.0},
+        )
+    )
+    base = ["search", "--storage", str(path), "--study", "s"]
+    assert main([*base, "--replay", str(table), "--trials", "2", "--strategy", "random"]) == 2
+    assert capsys.readouterr().err == (
+        f"edgeenergy: study 's' in {path} has study format 1; this pytest-edgeenergy "
+        f"({__version__}) adds to format 2 only (--show reads both): give another study name\n"
+    )
+    assert main([*base, "--show"]) == 0
+    text = capsys.readouterr().out
+    assert "strategy random, objective min-energy: 1 trials done" in text
+    assert "old/pid1: 1 measured" in text and "best: " in text
 
 
 def test_show_prints_best_and_each_worker(
@@ -244,7 +428,7 @@ def test_show_prints_best_and_each_worker(
     assert main([*base, "--show"]) == 0
     text = capsys.readouterr().out
     assert text.startswith(f"study s in {storage}\nstrategy grid, objective pareto: 6 trials done")
-    assert f"/pid{os.getpid()}: 6 measured" in text
+    assert f"/pid{os.getpid()} (grid, seed 0): 6 measured" in text
     assert "best: " in text and "pareto front (time vs energy):" in text
     assert main([*base, "--show", "--json"]) == 0
     (search,) = json.loads(capsys.readouterr().out)["searches"]

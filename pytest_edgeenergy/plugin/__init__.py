@@ -11,6 +11,7 @@ the gate and prints the summary. The layers below are imported only then.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..errors import EdgeEnergyError
+from ..handoff import HANDOFF_ENV
 from . import bench_options, options
 
 if TYPE_CHECKING:
@@ -65,6 +67,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
+    handoff = None
+    if HANDOFF_ENV in os.environ:  # a session of edgeenergy ab (or a process it started)
+        from .ab_session import take
+
+        handoff = take(config, lambda line: _say_now(config, line))
     try:
         s = options.build(config)
         control = options.build_control(config)
@@ -114,7 +121,11 @@ def pytest_configure(config: pytest.Config) -> None:
         bench=bench,
         notify=lambda line: _say_now(config, line),
         reports_dir=config.rootpath / "reports",
-        report_settings=_report_settings(config),
+        report_settings={
+            **_report_settings(config),
+            **bench_options.placement_settings(bench.placement),
+        },
+        handoff=handoff,
     )
     if search is not None:
         from .search import LiveSearch
@@ -299,7 +310,7 @@ def pytest_collection_modifyitems(
 ) -> None:
     """Drop tests not selected (``--edge-only``, ``--workload``, ``--runtime``,
     ``--precision``); order tests so the board changes state as few times as possible;
-    check privileges and `edge_gate` markers."""
+    check privileges, `edge_gate` markers and the gate's metrics against the tests."""
     selection = config.stash.get(ONLY_KEY, None)
     if selection is not None:
         from .only import deselect as deselect_only
@@ -316,9 +327,9 @@ def pytest_collection_modifyitems(
     if shard is not None:  # before the ordering: the order line counts this shard's tests
         _say_line(config, shard.apply(config, items, SEARCH_KEY in config.stash))
     if es.gate is not None and (es.gate.baseline is not None or es.gate.history is not None):
-        from .gating import check_markers
+        from .gating import check_collected
 
-        check_markers(items)
+        check_collected(es.gate, items)
     searching = SEARCH_KEY in config.stash  # a search's trials run in their given order
     if not searching and any("operating_point" in getattr(i, "fixturenames", ()) for i in items):
         _active(config).order_items(config, items)

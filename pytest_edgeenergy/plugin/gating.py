@@ -5,23 +5,28 @@ run added to the history (``--edge-history-add``)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import pytest
 
+from ..redact import redact_text
+
 if TYPE_CHECKING:
-    from ..report.gate import GateVerdict
+    from ..verdict.model import GateVerdict
     from .options import GateSettings
 
 Outcome = Literal["passed", "failed", "usage error"]
 
+STRICT_OPTION = "--edge-fail-insufficient"
+"""What makes the gate strict in pytest, as the verdict's headline names it."""
+
 
 def _expr_problem(text: str) -> str | None:
     """Why a gate expression is unusable before any test ran, or None."""
-    from ..report.gate import GateExprError, parse_expr
     from ..report.metric_names import name_problem
+    from ..verdict.expr import GateExprError, parse_expr
 
     try:
         expr = parse_expr(text)
@@ -33,8 +38,8 @@ def _expr_problem(text: str) -> str | None:
 def check_options(gate: GateSettings) -> None:
     """Raise :class:`pytest.UsageError` for a gate that cannot work: an expression that does
     not parse or names a metric no result can carry (with a did-you-mean), a baseline file
-    that does not exist, a baseline directory to save into that is a file, lies below a
-    file or cannot be written."""
+    that does not exist or a baseline that is no file nor directory, a baseline directory
+    to save into that is a file, lies below a file or cannot be written."""
     for text in gate.fail:
         problem = _expr_problem(text)
         if problem is not None:
@@ -45,15 +50,15 @@ def check_options(gate: GateSettings) -> None:
         )
     if gate.history is not None and gate.baseline is not None:
         raise pytest.UsageError(
-            f"--edge-history {gate.history} and --edge-baseline {gate.baseline}: the gate "
-            "judges against one of them; give one"
+            f"--edge-history {redact_text(gate.history)} and --edge-baseline {gate.baseline}: "
+            "the gate judges against one of them; give one"
         )
     if gate.history is None and (gate.history_add or gate.history_branch is not None):
         given = "--edge-history-add" if gate.history_add else "--edge-history-branch"
         raise pytest.UsageError(f"{given} needs the history database: --edge-history=DB")
     baseline = gate.baseline
-    if baseline is not None and baseline.suffix == ".json" and not baseline.exists():
-        raise pytest.UsageError(f"--edge-baseline {baseline}: baseline file does not exist")
+    if baseline is not None:
+        _check_baseline(baseline)
     target = gate.save_baseline
     if target is not None and target.exists() and not target.is_dir():
         raise pytest.UsageError(f"--edge-save-baseline {target}: not a directory")
@@ -62,10 +67,25 @@ def check_options(gate: GateSettings) -> None:
         raise pytest.UsageError(f"--edge-save-baseline {target}: {problem}")
 
 
+def _check_baseline(baseline: Path) -> None:
+    """A baseline file that does not exist, or a baseline that is neither a file nor a
+    directory (a pipe, a device, a loop of links): a usage error before any test runs."""
+    from ..report.baselines import baseline_kind
+    from ..report.load import ReportError
+
+    try:
+        kind = baseline_kind(baseline)
+    except ReportError as e:
+        raise pytest.UsageError(f"--edge-baseline {e}") from None
+    if kind is None and baseline.suffix == ".json":
+        raise pytest.UsageError(f"--edge-baseline {baseline}: baseline file does not exist")
+
+
 def check_history(gate: GateSettings) -> None:
-    """Open the history database once before any test runs (created, or migrated forward,
-    when needed), so that a database that cannot be used stops the run at its start rather
-    than after it: :class:`pytest.UsageError` naming it and why."""
+    """Open the history database once before any test runs (migrated forward when needed;
+    created only for ``--edge-history-add``: a gate alone reads it), so that a database
+    that cannot be used stops the run at its start rather than after it:
+    :class:`pytest.UsageError` naming it and why."""
     if gate.history is None:
         return
     from ..errors import EdgeEnergyError
@@ -75,7 +95,7 @@ def check_history(gate: GateSettings) -> None:
         require("sqlalchemy", "history", "the energy history (--edge-history)")
         from ..history.store import open_store
 
-        with open_store(gate.history):
+        with open_store(gate.history, create=gate.history_add):
             pass
     except MissingExtra as e:
         raise pytest.UsageError(str(e)) from None
@@ -99,17 +119,52 @@ def _save_problem(target: Path) -> str | None:
     return None
 
 
-def check_markers(items: Iterable[pytest.Item]) -> None:
-    """Raise :class:`pytest.UsageError` for an ``edge_gate`` marker whose expression is
-    unusable (see :func:`check_options`), naming the test."""
+def _measures_with(item: pytest.Item) -> str | None:
+    """What a collected test measures with: ``edge_bench`` (any metric), ``energy`` (window
+    metrics only), or None (nothing: it carries no metric)."""
+    names = getattr(item, "fixturenames", ())
+    return next((name for name in ("edge_bench", "energy") if name in names), None)
+
+
+def _metric(text: str) -> str:
+    from ..verdict.expr import parse_expr
+
+    return parse_expr(text).metric  # parsed once already: check_options, the marker check
+
+
+def check_collected(gate: GateSettings, items: Sequence[pytest.Item]) -> None:
+    """Before any test runs, raise :class:`pytest.UsageError` for a gate expression that
+    the collected tests cannot be judged by: an ``edge_gate`` marker that is unusable (see
+    :func:`check_options`) or names a metric its test cannot carry, and an ``--edge-fail``
+    metric that no collected test measuring can carry (tests measuring with the ``energy``
+    fixture alone carry window metrics), each with what they carry instead."""
+    from ..report.metric_names import WINDOWS_CARRY, window_problem
+
+    kinds: dict[str | None, int] = {}
     for item in items:
+        kind = _measures_with(item)
+        kinds[kind] = kinds.get(kind, 0) + 1
         marker = item.get_closest_marker("edge_gate")
-        if marker is None:
-            continue
-        for arg in marker.args:
+        for arg in marker.args if marker is not None else ():
             problem = _expr_problem(str(arg))
+            if problem is None and kind == "energy":
+                window = window_problem(_metric(str(arg)))
+                if window is not None:
+                    problem = (
+                        f"this test cannot carry {window}: it uses the energy fixture, "
+                        f"{WINDOWS_CARRY}"
+                    )
             if problem is not None:
                 raise pytest.UsageError(f"{item.nodeid}: edge_gate({str(arg)!r}): {problem}")
+    if set(kinds) - {None} != {"energy"}:  # edge_bench carries any metric; none measure
+        return
+    for text in gate.fail:
+        problem = window_problem(_metric(text))
+        if problem is not None:
+            raise pytest.UsageError(
+                f"--edge-fail {text!r}: no collected test can carry {problem}: those that "
+                f"measure ({kinds['energy']}) use the energy fixture, {WINDOWS_CARRY}"
+            )
 
 
 def run_gate(
@@ -117,7 +172,7 @@ def run_gate(
 ) -> tuple[Outcome, list[str]]:
     """Compare this run's report with its baseline (``gate.fail``, and each test's own
     ``edge_gate`` thresholds in ``overrides``) and save it as a baseline if asked; returns
-    the outcome and the lines to show.
+    the outcome and the lines to show. A gate that ends in a usage error saves nothing.
 
     A baseline of another device is never used, and a missing or empty baseline directory
     is "no baseline yet": messages, not failures. An expression naming a metric no result
@@ -134,6 +189,9 @@ def run_gate(
         outcome = _gate(gate, overrides, report_path, lines)
     elif gate.history is not None and (gate.fail or overrides):
         outcome = _gate_history(gate, overrides, report_path, lines)
+    if outcome == "usage error":
+        lines.extend(_not_kept(gate, report_path))
+        return outcome, lines
     if gate.history is not None and gate.history_add:
         added = _add_to_history(gate, report_path, lines)
         if not added and outcome == "passed":
@@ -156,10 +214,10 @@ def _gate(
     that cannot be used (unreadable, no usable one in a directory, a total defined otherwise)
     is bad input, a usage error; so is an expression no result carries. Baselines made by
     ``edgeenergy ab`` are judged by its paired rule, others with a note on between-run drift
-    (:func:`.report.paired.gate_baselines`)."""
-    from ..report.gate import GateExprError
+    (:func:`.verdict.paired.gate_baselines`)."""
     from ..report.load import ReportError, load_report
-    from ..report.paired import gate_baselines
+    from ..verdict.expr import GateExprError
+    from ..verdict.paired import gate_baselines
 
     baseline = gate.baseline
     assert baseline is not None  # run_gate gates only with a baseline
@@ -187,10 +245,10 @@ def _gate_history(
     """The gate's verdict against the newest runs of this device in the history database,
     as ``edgeenergy history gate`` gives it; lines appended to ``lines``."""
     from ..errors import EdgeEnergyError
-    from ..history.gate import history_verdict
     from ..history.store import open_store
-    from ..report.gate import GateExprError
     from ..report.load import ReportError, load_report
+    from ..verdict.expr import GateExprError
+    from ..verdict.history import history_verdict
 
     assert gate.history is not None
     try:
@@ -199,7 +257,7 @@ def _gate_history(
         lines.append(f"edgeenergy gate: this run's report cannot be read: {e}")
         return "failed"
     try:
-        with open_store(gate.history) as store:
+        with open_store(gate.history, create=gate.history_add) as store:
             verdict = history_verdict(
                 store,
                 report,
@@ -220,14 +278,11 @@ def _gate_history(
 
 def _verdict_lines(verdict: GateVerdict, lines: list[str]) -> Outcome:
     """The verdict's table and its last line appended to ``lines``; the outcome."""
-    from ..report.gate import render_verdict
+    from ..present.verdict import gate_outcome, render_verdict
 
-    lines.append(render_verdict(verdict, "table"))
-    if verdict.failed:
-        lines.append(f"edgeenergy gate: FAILED ({verdict.failure_reason()})")
-        return "failed"
-    lines.append("edgeenergy gate: passed")
-    return "passed"
+    lines.append(render_verdict(verdict, "table", strict_option=STRICT_OPTION))
+    lines.append(f"edgeenergy gate: {gate_outcome(verdict, STRICT_OPTION)}")
+    return "failed" if verdict.failed else "passed"
 
 
 def _add_to_history(gate: GateSettings, report_path: Path, lines: list[str]) -> bool:
@@ -252,6 +307,19 @@ def _add_to_history(gate: GateSettings, report_path: Path, lines: list[str]) -> 
     else:
         lines.append(f"edgeenergy: run {done.run_id} was in the history {name} already")
     return True
+
+
+def _not_kept(gate: GateSettings, report_path: Path) -> list[str]:
+    """The line saying that a run whose gate ended in a usage error was not saved as a
+    baseline nor added to the history (a run to repeat once the gate is fixed), if asked."""
+    asked = []
+    if gate.save_baseline is not None:
+        asked.append(f"no baseline saved to {gate.save_baseline}")
+    if gate.history is not None and gate.history_add:
+        asked.append("not added to the history")  # its URL may hold a password
+    if not asked:
+        return []
+    return [f"edgeenergy: {' and '.join(asked)} after the usage error; the report is {report_path}"]
 
 
 def _not_saved(directory: Path, report_path: Path, error: Exception) -> str:

@@ -11,6 +11,7 @@ import difflib
 from collections.abc import Collection
 
 from pytest_edgeenergy.report.model import HIGHER_IS_BETTER, METRIC_UNITS
+from pytest_edgeenergy.report.windows import WINDOW_METRICS
 
 SCENARIO_METRICS = frozenset({"idle_fraction", "deadline_misses", "deadline_miss_fraction"})
 """What a load scenario adds (``bench/scenarios.py``: fixed-rate, server, single-stream)."""
@@ -44,15 +45,26 @@ KNOWN_METRICS = frozenset(METRIC_UNITS) | OTHER_METRICS
 RAIL_METRIC = "energy_j"
 """``energy_j.RAIL``: the energy of one rail."""
 
+WINDOW_COUNTERPARTS = {
+    "energy_per_item": "energy_j",
+    "energy_per_item_net": "energy_net_j",
+    "latency_mean": "duration_s",
+    "latency_p50": "duration_s",
+    "latency_p90": "duration_s",
+    "latency_p99": "duration_s",
+}
+"""What a window carries (an ``energy`` fixture test's metrics, :data:`.windows.WINDOW_METRICS`)
+in place of an ``edge_bench`` figure per item or per call: the window's energy and length."""
 
-def possible(name: str) -> bool:
-    """True when the plugin can record a metric called ``name``: a known metric, or
+
+def possible(name: str, known: Collection[str] = KNOWN_METRICS) -> bool:
+    """True when the plugin can record a metric called ``name``: a ``known`` metric, or
     ``energy_j.RAIL``, either behind any ``LABEL.`` prefixes."""
     parts = name.split(".")
     if "" in parts:
         return False
     for i, part in enumerate(parts):
-        if ".".join(parts[i:]) in KNOWN_METRICS:
+        if ".".join(parts[i:]) in known:
             return True
         if part == RAIL_METRIC and i < len(parts) - 1:
             return True
@@ -82,10 +94,46 @@ def suggestion(name: str, candidates: Collection[str], *, labelled: bool = False
     return close(name)
 
 
+def _hint(found: str | None) -> str:
+    return f" (did you mean {found!r}?)" if found is not None else ""
+
+
 def did_you_mean(name: str, candidates: Collection[str], *, labelled: bool = False) -> str:
     """`` (did you mean 'x'?)`` or an empty string."""
-    found = suggestion(name, candidates, labelled=labelled)
-    return f" (did you mean {found!r}?)" if found is not None else ""
+    return _hint(suggestion(name, candidates, labelled=labelled))
+
+
+def counterpart(name: str) -> str | None:
+    """The window figure in place of the ``edge_bench`` metric ``name``, its ``LABEL.``
+    prefix kept (``load.energy_per_item`` -> ``load.energy_j``), or None."""
+    prefix, dot, last = name.rpartition(".")
+    found = WINDOW_COUNTERPARTS.get(last)
+    return None if found is None else prefix + dot + found
+
+
+def carried_hint(name: str, carried: Collection[str]) -> str:
+    """`` (did you mean 'x'?)`` for a metric ``name`` that results carrying ``carried``
+    lack: its window :func:`counterpart` when they carry that, else the closest name."""
+    found = counterpart(name)
+    return _hint(found) if found in carried else did_you_mean(name, carried)
+
+
+WINDOWS_CARRY = (
+    f"whose windows carry {', '.join(WINDOW_METRICS)} and {RAIL_METRIC}.RAIL (prefixed LABEL. "
+    "for a test's second and later window labels: load.energy_j); figures per item and "
+    "latencies need edge_bench"
+)
+"""What the ``energy`` fixture carries, for messages saying a test uses it."""
+
+
+def window_problem(name: str) -> str | None:
+    """``'energy_per_item' (did you mean 'energy_j'?)`` when a test measuring with the
+    ``energy`` fixture alone (:data:`WINDOWS_CARRY`) cannot carry a metric ``name``, else
+    None."""
+    if possible(name, WINDOW_METRICS):
+        return None
+    found = counterpart(name)
+    return f"{name!r}{_hint(found) if found else did_you_mean(name, WINDOW_METRICS, labelled=True)}"
 
 
 def name_problem(name: str) -> str | None:

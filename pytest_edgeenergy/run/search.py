@@ -320,7 +320,19 @@ class SessionSearch:
         ts = TestSearch(key, Search(space, self.objective, strategy, history), fixed)
         ts.resumed = len(history)
         if self.study is not None:
-            self.study.join(key, space, self.objective, self.settings.strategy, self.settings.seed)
+            scenario = self.scenario
+            self.study.join(
+                key,
+                space,
+                self.objective,
+                strategy=self.settings.strategy,
+                seed=self.settings.seed,
+                inputs=(
+                    {"scenario": scenario.name, "deadline_s": self.deadline_s}
+                    if scenario is not None
+                    else None
+                ),
+            )
         if resumed and resumed.get("reference"):
             ref = resumed["reference"]
             ts.reference = Trial.from_json({"knobs": {}, **ref})

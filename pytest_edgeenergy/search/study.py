@@ -20,9 +20,16 @@ claim is withdrawn (state PRUNED, user attr ``withdrawn``) and the process propo
 failed trials reach it, and waits while the remainder is running elsewhere (so a trial lost
 with its board is profiled again by whoever is left).
 
-The study records what its searches are (user attr ``config:TEST``: space, objective,
-strategy, seed); a process asking anything else is refused, naming the difference. Optuna
-and SQLAlchemy are imported here only, and this module only when a study is asked for.
+The study records what its searches are (study user attr ``search`` for ``edgeenergy
+search``, ``search TEST`` for a pytest test: space, objective, budgets and, replayed, the
+table's SHA-256 and ``--where`` filters; live, a load scenario's deadline); a process
+asking anything else is refused, naming the difference. A worker's strategy and seed are
+its own (recorded on its trials). For Optuna's own tools (``optuna.load_study``,
+optuna-dashboard) the study names its metrics, stores each measured trial's budgets as
+Optuna constraints (system attr ``constraints``: <= 0 is met, as Optuna's constrained
+samplers store them, so ``best_trial`` and the plots skip over-budget trials) and a lost
+trial's reason (user attr ``lost``). Optuna and SQLAlchemy are imported here only, and this
+module only when a study is asked for.
 """
 
 from __future__ import annotations
@@ -30,19 +37,20 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import socket
 import threading
 import time
 import warnings
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import EdgeEnergyError, InvalidValue
+from ..redact import redact_text
 from .driver import Search
-from .objective import Objective
+from .objective import THROUGHPUT, Objective
 from .space import Knobs, Point, Space
 from .trial import Trial
 
@@ -51,13 +59,19 @@ if TYPE_CHECKING:
     from optuna.storages import BaseStorage
 
 __all__ = [
+    "CONSTRAINTS_KEY",
     "DEFAULT_HEARTBEAT_S",
+    "STUDY_FORMAT",
     "Claim",
     "SharedStudy",
     "StudyError",
     "StudyTrial",
+    "constraint_names",
+    "constraints",
+    "metric_names",
     "parse_storage",
     "redact",
+    "search_key",
     "worker_id",
 ]
 
@@ -72,11 +86,20 @@ _MAX_WITHDRAWALS = 200
 """Withdrawn claims of one proposal before giving up (a strategy proposing only taken
 points would otherwise loop)."""
 
+STUDY_FORMAT = 2
+"""What this version's records mean (study user attr :data:`FORMAT_KEY`). Format 1 (no
+such attr; searches under ``config:TEST``, the seed and strategy part of the search, no
+constraints) is read by ``--show`` but not joined."""
+FORMAT_KEY = "edgeenergy study format"
+CONSTRAINTS_KEY = "constraints"
+"""The trial system attr Optuna's constrained samplers store their constraint values in
+(``optuna.samplers._base._CONSTRAINTS_KEY``); Optuna reads a trial as feasible when every
+value is <= 0."""
+
 Kind = Literal["rdb", "journal"]
 Status = Literal["measured", "failed", "running", "lost", "withdrawn"]
 
 _ALLOWED = "postgresql://..., sqlite:///PATH, journal:PATH or a PATH ending in .log"
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 
 
 class StudyError(EdgeEnergyError):
@@ -84,8 +107,8 @@ class StudyError(EdgeEnergyError):
 
 
 def redact(url: str) -> str:
-    """``url`` without its password (``postgresql://user:***@host/db``)."""
-    return _PASSWORD.sub(r"\1***@", url)
+    """``url`` without its password (``postgresql://user:***@host/db``, ``?password=***``)."""
+    return redact_text(url)
 
 
 def parse_storage(url: str) -> tuple[Kind, str]:
@@ -129,6 +152,9 @@ class StudyTrial:
     trial: Trial
     reason: str | None = None
     """Why a trial is failed, lost or withdrawn."""
+    strategy: str | None = None
+    seed: int | None = None
+    """The strategy and seed of the worker that claimed it (None: a format 1 study)."""
 
     @property
     def counted(self) -> bool:
@@ -142,6 +168,7 @@ class StudyTrial:
             "status": self.status,
             **self.trial.to_json(),
             **({"reason": self.reason} if self.reason is not None else {}),
+            **({"strategy": self.strategy, "seed": self.seed} if self.strategy else {}),
         }
 
 
@@ -211,15 +238,70 @@ def _key(knobs: Knobs) -> tuple[Any, ...]:
     return tuple(sorted(knobs.items()))
 
 
-def _config(space: Space, objective: Objective, strategy: str, seed: int) -> dict[str, Any]:
+def search_key(test: str) -> str:
+    """The study user attr holding search ``test``'s identity (``""``: ``edgeenergy search``)."""
+    return f"search {test}" if test else "search"
+
+
+def _identity(space: Space, objective: Objective, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "space": {d.name: list(d.values) for d in space.dims},
         "objective": objective.name,
         "power_budget_w": objective.power_budget_w,
         "latency_budget_s": objective.latency_budget_s,
-        "strategy": strategy,
-        "seed": seed,
+        **inputs,
     }
+
+
+def _directions(objective: Objective) -> list[Literal["minimize", "maximize"]]:
+    if objective.multi:
+        return ["minimize", "minimize"]
+    return ["maximize" if objective.maximises else "minimize"]
+
+
+def metric_names(objective: Objective) -> list[str]:
+    """The names of the values Optuna records for ``objective`` (its axes' labels)."""
+    if objective.multi:
+        return ["time_s", "energy_j"]
+    return {
+        "min-energy": ["energy_j"],
+        "min-time": ["time_s"],
+        "min-edp": ["edp_j_s"],
+        "max-train-throughput": [THROUGHPUT],
+    }[objective.name]
+
+
+def _values(objective: Objective, trial: Trial) -> list[float]:
+    """A measured trial's values as Optuna records them (in the study's directions)."""
+    if objective.multi:
+        return list(objective.values(*trial.measured))
+    value = objective.value(*trial.measured, trial.metrics)
+    return [-value if objective.maximises else value]
+
+
+def constraint_names(objective: Objective) -> list[str]:
+    """What each of :func:`constraints`' values is (the study records them per search)."""
+    names = []
+    if objective.power_budget_w is not None:
+        names.append(f"power_w - {objective.power_budget_w:g} (the power budget, W)")
+    if objective.latency_budget_s is not None:
+        what = "latency_p99_s" if objective.needs else "time_s"
+        names.append(f"{what} - {objective.latency_budget_s:g} (the latency budget, s)")
+    names.append("1 when marked infeasible (a missed deadline, no training minibatch), else 0")
+    return names
+
+
+def constraints(objective: Objective, trial: Trial) -> list[float]:
+    """A measured trial's constraint values for Optuna (each <= 0 when met): how far over
+    each budget, and whether it is marked infeasible."""
+    time_s, power_w = trial.measured
+    out = []
+    if objective.power_budget_w is not None:
+        out.append(power_w - objective.power_budget_w)
+    if objective.latency_budget_s is not None:
+        out.append(objective.latency_s(time_s, trial.metrics) - objective.latency_budget_s)
+    out.append(1.0 if trial.infeasible is not None else 0.0)
+    return out
 
 
 class SharedStudy:
@@ -247,7 +329,9 @@ class SharedStudy:
         self.heartbeat_s = heartbeat_s
         self.grace_s = GRACE_BEATS * heartbeat_s
         self._storage = self._open(target)
-        self._studies: dict[int, optuna.Study] = {}
+        self._studies: dict[tuple[str, ...], optuna.Study] = {}
+        self._own: dict[str, dict[str, Any]] = {}
+        """Per search: this worker's strategy and seed (recorded on each trial it claims)."""
 
     def _open(self, target: str) -> BaseStorage:
         import optuna
@@ -256,10 +340,12 @@ class SharedStudy:
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         try:
             if self.kind == "journal":
-                from optuna.storages.journal import JournalFileBackend, JournalStorage
+                from optuna.storages.journal import JournalStorage
+
+                from .journal import JournalFile
 
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
-                return JournalStorage(JournalFileBackend(target))
+                return JournalStorage(JournalFile(target))
             if target.startswith("postgresql"):
                 from ..extras import require
 
@@ -273,13 +359,17 @@ class SharedStudy:
                     if not type(e).__module__.startswith("sqlalchemy"):
                         raise
                     if attempt + 1 == _OPEN_ATTEMPTS:
-                        raise StudyError(f"study storage {self.url}: {_first_line(e)}") from None
+                        raise StudyError(
+                            f"study storage {self.url}: {redact(_first_line(e))}"
+                        ) from None
                     # Workers starting together on an empty database race to create
                     # Optuna's tables: the losers try again once the winner's are there.
                     time.sleep(random.uniform(0.2, 1.0))
             raise AssertionError("unreachable")
+        except EdgeEnergyError as e:  # the journal file's own (it names the file)
+            raise StudyError(str(e)) from None
         except (OSError, ValueError, ImportError) as e:
-            raise StudyError(f"study storage {self.url}: {e}") from None
+            raise StudyError(f"study storage {self.url}: {redact(str(e))}") from None
 
     def set_board(self, board: str | None) -> None:
         """Name this process's board in its worker id (``host/pid/board``)."""
@@ -290,19 +380,20 @@ class SharedStudy:
     def label(self) -> str:
         return f"study {self.name!r} in {self.url}"
 
-    def _study(self, directions: int) -> optuna.Study:
+    def _study(self, objective: Objective) -> optuna.Study:
         import optuna
 
-        study = self._studies.get(directions)
+        directions = _directions(objective)
+        study = self._studies.get(tuple(directions))
         if study is None:
             study = optuna.create_study(
                 storage=self._storage,
                 study_name=self.name,
-                directions=["minimize"] * directions,
+                directions=directions,
                 load_if_exists=True,
             )
             self._adopt_heartbeat(study)
-            self._studies[directions] = study
+            self._studies[tuple(directions)] = study
         return study
 
     def _adopt_heartbeat(self, study: optuna.Study) -> None:
@@ -337,48 +428,98 @@ class SharedStudy:
 
     # -- joining -----------------------------------------------------------------------
 
-    def join(self, test: str, space: Space, objective: Objective, strategy: str, seed: int) -> None:
-        """Create or join the study; refuse a search that differs from the recorded one."""
-        study = self._study(2 if objective.multi else 1)
-        key = f"config:{test}"
-        wanted = _config(space, objective, strategy, seed)
+    def join(
+        self,
+        test: str,
+        space: Space,
+        objective: Objective,
+        *,
+        strategy: str,
+        seed: int,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Create or join the study; refuse a search that differs from the recorded one
+        (space, objective, budgets and ``inputs``: what the measurements come from, e.g. a
+        replayed table's digest and filters). ``strategy`` and ``seed`` are this worker's."""
+        study = self._study(objective)
+        self._check_format(study)
+        key = search_key(test)
+        wanted = _identity(space, objective, inputs or {})
         theirs = study.user_attrs.get(key)
         if theirs is None:
-            study.set_user_attr(key, wanted)
-            theirs = self._study(2 if objective.multi else 1).user_attrs.get(key, wanted)
-        differ = [k for k in wanted if theirs.get(k) != wanted[k]]
+            study.set_user_attr(key, {**wanted, "constraints": constraint_names(objective)})
+            theirs = study.user_attrs.get(key, wanted)
+        differ = [
+            k for k in {**theirs, **wanted} if k != "constraints" and theirs.get(k) != wanted.get(k)
+        ]
         if differ:
             said = "; ".join(
-                f"{k} {_shown(theirs.get(k))} there, {_shown(wanted[k])} here" for k in differ
+                f"{k} {_shown(theirs.get(k))} there, {_shown(wanted.get(k))} here" for k in differ
             )
             raise StudyError(
                 f"{self.label}{_of(test)} was made for another search ({said}); run the same "
-                "command, or give another study name"
+                "search, or give another study name"
+            )
+        names = metric_names(objective)
+        if study.metric_names is None:
+            study.set_metric_names(names)
+        elif study.metric_names != names:
+            raise StudyError(
+                f"{self.label} records {', '.join(study.metric_names)}; objective "
+                f"{objective.name} records {', '.join(names)}: give another study name"
+            )
+        self._own[test] = {"strategy": strategy, "seed": seed}
+
+    def _check_format(self, study: optuna.Study) -> None:
+        """Refuse a study of another format (this version cannot add to it); record the
+        format in a new one."""
+        attrs = study.user_attrs
+        written = attrs.get(FORMAT_KEY)
+        if written is None and any(k.startswith("config:") for k in attrs):
+            written = 1
+        if written is None:
+            study.set_user_attr(FORMAT_KEY, STUDY_FORMAT)
+        elif written != STUDY_FORMAT:
+            from pytest_edgeenergy._version import __version__
+
+            raise StudyError(
+                f"{self.label} has study format {written}; this pytest-edgeenergy "
+                f"({__version__}) adds to format {STUDY_FORMAT} only (--show reads "
+                f"{'both' if written == 1 else 'format 1 and 2'}): give another study name"
             )
 
     # -- reading -----------------------------------------------------------------------
 
     def fail_stale(self, study: optuna.Study) -> None:
-        """Fail trials whose process stopped beating (Optuna's for RDB, the lease here for
-        a journal)."""
+        """Fail trials whose process stopped beating (found by Optuna's heartbeat for RDB,
+        by the lease here for a journal), their reason in the user attr ``lost``."""
         import optuna
+        from optuna.storages import RDBStorage
 
-        if self.kind == "rdb":
-            optuna.storages.fail_stale_trials(study)
-            return
-        now = time.time()
-        for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-            alive_at = t.user_attrs.get("alive_at")
-            if isinstance(alive_at, (int, float)) and now - alive_at > self.grace_s:
-                try:
-                    self._storage.set_trial_user_attr(t._trial_id, "lost", "no heartbeat")
-                    self._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
-                except optuna.exceptions.UpdateFinishedTrialError:
-                    pass  # its process finished it meanwhile, or another failed it
+        if isinstance(self._storage, RDBStorage):
+            stale = self._storage._get_stale_trial_ids(study._study_id)
+        else:
+            now = time.time()
+            stale = [
+                t._trial_id
+                for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+                if isinstance(alive := t.user_attrs.get("alive_at"), (int, float))
+                and now - alive > self.grace_s
+            ]
+        why = (
+            f"no heartbeat for {self.grace_s} s (its process stopped): the point went back to "
+            "the pool"
+        )
+        for trial_id in stale:
+            try:
+                self._storage.set_trial_user_attr(trial_id, "lost", why)
+                self._storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
+            except optuna.exceptions.UpdateFinishedTrialError:
+                pass  # its process finished it meanwhile, or another failed it
 
     def view(self, test: str, objective: Objective) -> StudyView:
         """Every trial of search ``test``, stale ones failed first."""
-        study = self._study(2 if objective.multi else 1)
+        study = self._study(objective)
         self.fail_stale(study)
         return StudyView(tuple(t for t in read_trials(study) if t.test == test))
 
@@ -426,12 +567,13 @@ class SharedStudy:
         import optuna
         from optuna.distributions import CategoricalDistribution
 
-        study = self._study(2 if objective.multi else 1)
+        study = self._study(objective)
+        own = self._own.get(test, {})
         template = optuna.trial.create_trial(
             state=optuna.trial.TrialState.RUNNING,
             params=dict(knobs),
             distributions={d.name: CategoricalDistribution(d.values) for d in space.dims},
-            user_attrs={"test": test, "worker": self.worker, "alive_at": time.time()},
+            user_attrs={"test": test, "worker": self.worker, "alive_at": time.time(), **own},
         )
         trial_id = self._storage.create_new_trial(study._study_id, template_trial=template)
         claim = Claim(trial_id, self._storage.get_trial(trial_id).number, dict(knobs))
@@ -518,12 +660,12 @@ class SharedStudy:
                     self._storage.set_trial_user_attr(
                         claim.trial_id, "metrics", dict(trial.metrics)
                     )
-                values = (
-                    list(objective.values(time_s, power_w))
-                    if objective.multi
-                    else [_value(objective, trial)]
+                self._storage.set_trial_system_attr(
+                    claim.trial_id, CONSTRAINTS_KEY, constraints(objective, trial)
                 )
-                self._storage.set_trial_state_values(claim.trial_id, state.COMPLETE, values)
+                self._storage.set_trial_state_values(
+                    claim.trial_id, state.COMPLETE, _values(objective, trial)
+                )
             else:
                 self._storage.set_trial_user_attr(claim.trial_id, "failed", trial.failed)
                 self._storage.set_trial_state_values(claim.trial_id, state.FAIL)
@@ -567,7 +709,11 @@ def read_trials(study: optuna.Study) -> list[StudyTrial]:
             status = "running"
         else:
             status = "lost"
-            reason = "its process stopped (no heartbeat): the point went back to the pool"
+            reason = str(
+                attrs.get("lost")
+                or "its process stopped (no heartbeat): the point went back to the pool"
+            )
+        seed = attrs.get("seed")
         out.append(
             StudyTrial(
                 number=t.number,
@@ -577,14 +723,11 @@ def read_trials(study: optuna.Study) -> list[StudyTrial]:
                 status=status,
                 trial=trial,
                 reason=reason,
+                strategy=str(attrs["strategy"]) if "strategy" in attrs else None,
+                seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
             )
         )
     return out
-
-
-def _value(objective: Objective, trial: Trial) -> float:
-    """The objective's value of a measured trial (Optuna's value of the trial)."""
-    return objective.value(*trial.measured, trial.metrics)
 
 
 def _point(space: Space, t: StudyTrial) -> Point | None:
