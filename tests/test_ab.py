@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paced import with_paced
 from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.commands.ab import ab_main
@@ -45,20 +46,23 @@ from pytest_edgeenergy.sim.tree import create
 RUN_TIMEOUT_S = 300
 GATE = "energy_per_item:mean:5%"
 
-# Energy per item follows the sleep at the pinned utilisation: FACTOR scales the work.
+# Energy per item follows the paced work (tests/paced.py: one item per period, the period
+# set by the clock) at the pinned utilisation: FACTOR scales the period. A window lasts its
+# 6 periods (0.6 s) plus the lateness of its last wake-up alone (a few ms on a busy host,
+# rarely up to 0.22 s): an unchanged pair's rounds agree within a few %, a round such a
+# wake-up hit stands alone (the paired rule trims it from 5 rounds on), and twice the work
+# stands far above it.
 # NOISY (when set) scales B's work by 1.3 in odd rounds and 1/1.3 in even ones: the ratio
 # swings round to round around 1, so its change can be neither shown nor bounded.
 WORKLOAD = """
-import itertools
 import json
 import os
 import time
 
-import pytest
-
 FACTOR = {factor}
 NOISY = {noisy}
 HOLD = {hold}
+PERIOD_S = 0.1
 
 
 def _noisy_factor():
@@ -71,13 +75,13 @@ def _noisy_factor():
 def test_clear(edge_bench):
     while HOLD and not os.path.exists(HOLD):
         time.sleep(0.05)
-    work = lambda: time.sleep(0.02 * FACTOR)  # noqa: E731
-    edge_bench.run(work, items_per_call=1, params={{"workload": "clear"}})
+    work = Paced(PERIOD_S * FACTOR)
+    edge_bench.run(work, setup=work.restart, items_per_call=1, params={{"workload": "clear"}})
 
 
 def test_noisy(edge_bench):
-    f = _noisy_factor()
-    edge_bench.run(lambda: time.sleep(0.02 * f), items_per_call=1, params={{"workload": "noisy"}})
+    work = Paced(PERIOD_S * _noisy_factor())
+    edge_bench.run(work, setup=work.restart, items_per_call=1, params={{"workload": "noisy"}})
 """
 
 SMALL = [
@@ -96,7 +100,7 @@ SIM = ["--edge-board=sim:orin-nano", "--edge-sim-load=0.3"]
 
 
 def workload(factor: float = 1.0, *, noisy: bool = False, hold: str = "") -> str:
-    return WORKLOAD.format(factor=factor, noisy=noisy, hold=repr(hold))
+    return with_paced(WORKLOAD.format(factor=factor, noisy=noisy, hold=repr(hold)))
 
 
 def write_side(folder: Path, **kwargs: Any) -> Path:
@@ -442,7 +446,8 @@ def test_two_git_refs_unchanged_pass_and_leave_no_worktree(tmp_path: Path, repo:
     env = {**os.environ, "TMPDIR": str(scratch)}
     done = run_ab(
         repo / "tests",
-        "--base", "HEAD~1", "--head", "HEAD", "--rounds", "2", "--max-rounds", "3",
+        # Up to 5 rounds: from 5 on a round hit by a late wake-up is trimmed (paired.py).
+        "--base", "HEAD~1", "--head", "HEAD", "--rounds", "2", "--max-rounds", "5",
         "--fail", GATE, "--out", tmp_path / "out",
         "--", "test_work.py", *SIM, *SMALL,
         env=env,
@@ -462,7 +467,8 @@ def test_two_git_refs_unchanged_pass_and_leave_no_worktree(tmp_path: Path, repo:
 
 def test_extra_rounds_run_only_the_undecided_tests(tmp_path: Path) -> None:
     base = write_side(tmp_path / "base")
-    head = write_side(tmp_path / "head", factor=2.0, noisy=True)
+    # Three times the work: decided after round 2 whatever one late wake-up did to a round.
+    head = write_side(tmp_path / "head", factor=3.0, noisy=True)
     out = tmp_path / "out"
     done = run_ab(
         tmp_path,

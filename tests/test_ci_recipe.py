@@ -14,17 +14,20 @@ history first, a pull request measured beside its base.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from paced import with_paced
 from wrapped_text import unwrapped_lines
 
 from pytest_edgeenergy.sim.models import MODELS
@@ -35,19 +38,24 @@ ACTIONLINT_CONFIG = ROOT / "examples" / "ci" / "actionlint.yaml"
 BOARD = "orin-nano"
 
 # Stands in for suites/: one benchmark at the pinned operating point.
-# The steady-state run must pass an unchanged workload's 5 % gate on a shared, noisy host:
-# a fixed time per item (a sleep) on a virtual board whose utilisation is pinned, so energy
-# per item depends on neither this machine's speed nor its other load.
-TINY = """
+# The steady-state run must pass an unchanged workload's strict 5 % gate on a shared, busy
+# host: paced work (tests/paced.py: one item per period, the period set by the clock) on a
+# virtual board whose utilisation is pinned, so a window's energy is its power times
+# 8 periods plus the lateness of its last wake-up alone. The strict gate fails when the
+# repeats spread more than 5 %, which one window of five does when it comes out 11.4 % long:
+# 2.4 s windows put that at 0.27 s, beyond the latest wake-up seen in 2,000 windows with four
+# CPU-bound processes beside the tests on 2 cores (0.22 s).
+TINY = with_paced("""
 import os
-import time
 
-SLEEP_S = float(os.environ.get("CI_TINY_SLEEP_S", "0.01"))
+work = Paced(float(os.environ.get("CI_TINY_PERIOD_S", "0.3")))
 
 
 def test_hash(edge_bench, operating_point):
-    edge_bench.run(lambda: time.sleep(SLEEP_S), items_per_call=1, params={"workload": "sleep"})
-"""
+    edge_bench.run(work, setup=work.restart, items_per_call=1, params={"workload": "sleep"})
+""")
+
+
 # Small counts (with a virtual board); the workflow's own options stay, repeats included.
 SMALL = [
     "--edge-items=8",
@@ -666,7 +674,7 @@ def test_history_branch_first_run_steady_state_then_regression(
 
     # A regression (30 % more energy per item) fails the board job.
     _new_board_job(pytester, workflow)
-    monkeypatch.setenv("CI_TINY_SLEEP_S", "0.013")
+    monkeypatch.setenv("CI_TINY_PERIOD_S", "0.39")
     third, _ = _bench(pytester, workflow, "push")
     assert third.ret == 1, third.stdout.str() + third.stderr.str()
     third.stdout.fnmatch_lines(["*the last 2 runs of sim:orin-nano*", "*REGRESSION*"])
@@ -769,10 +777,13 @@ def test_pull_request_is_measured_beside_its_base(
     summary = pytester.path / "step-summary.md"
     summary.write_text("", encoding="utf-8")
     code = "import sys; from pytest_edgeenergy.commands import main; sys.exit(main())"
+    # The paired rule cancels what moves both sides of a round and takes more rounds (up to
+    # the workflow's 10, trimmed from 5) when one round was hit: 0.4 s windows are enough.
+    paced = {"CI_TINY_PERIOD_S": "0.05"}
     done = subprocess.run(
         [sys.executable, "-c", code, "ab", *argv, f"--edge-board=sim:{BOARD}", *SMALL],
         cwd=pytester.path,
-        env={**os.environ, **env, "GITHUB_STEP_SUMMARY": str(summary)},
+        env={**os.environ, **env, **paced, "GITHUB_STEP_SUMMARY": str(summary)},
         capture_output=True,
         text=True,
         timeout=600,
@@ -793,16 +804,17 @@ def test_pull_request_is_measured_beside_its_base(
 
 # -- the sharded form: shards of one model on several boards, merged, gated -------------------
 
-TINY_SHARDED = """
-import time
-
+TINY_SHARDED = with_paced("""
 import pytest
+
+work = Paced(0.05)
 
 
 @pytest.mark.parametrize("k", range(4))
 def test_hash(edge_bench, operating_point, k):
-    edge_bench.run(lambda: time.sleep(0.01), items_per_call=1, params={"workload": f"sleep{k}"})
-"""
+    params = {"workload": f"sleep{k}"}
+    edge_bench.run(work, setup=work.restart, items_per_call=1, params=params)
+""")
 
 
 def _shard_context(workflow: dict[str, Any], shard: int, total: int) -> dict[str, Any]:
@@ -825,6 +837,22 @@ def _shard_args(workflow: dict[str, Any], ctx: dict[str, Any], cwd: Path) -> lis
     argv_file.unlink()
     assert argv[3] == "pytest" and "suites/" in argv, argv
     return [a if a != "suites/" else "test_ci_tiny.py" for a in argv[4:]]
+
+
+def _upload_for_the_gate(report: Path, artifact: Path) -> None:
+    """A shard's report as its artifact, built for the merge job's strict gate: each test's
+    repeats of energy per item set to their median. That gate fails when the repeats spread
+    more than 5 %, which one late wake-up in one of these 20 short windows can do on a busy
+    host; here it judges what the merge job is for (merging, the history), not this host."""
+    from pytest_edgeenergy.report.load import check_report, load_report
+    from pytest_edgeenergy.report.model import make_metric
+
+    doc = load_report(report)
+    for test in doc["tests"]:
+        samples = test["metrics"]["energy_per_item"]["samples"]
+        middle = statistics.median(samples)
+        test["metrics"]["energy_per_item"] = make_metric("energy_per_item", [middle] * len(samples))
+    artifact.write_text(json.dumps(check_report(doc, str(report))), encoding="utf-8")
 
 
 def test_sharded_form_runs_shards_on_two_boards_then_merges_and_gates(
@@ -858,7 +886,7 @@ def test_sharded_form_runs_shards_on_two_boards_then_merges_and_gates(
         shard_ids.append({t["id"] for t in load_report(report)["tests"]})
         artifact = pytester.path / "reports" / "shards" / _render(upload["with"]["name"], ctx)
         artifact.mkdir(parents=True)
-        shutil.copy(report, artifact / report.name)
+        _upload_for_the_gate(report, artifact / report.name)
     assert not shard_ids[0] & shard_ids[1]
 
     # The merge job: first run, no history yet: merged, nothing to gate against.
@@ -885,9 +913,6 @@ def test_sharded_form_runs_shards_on_two_boards_then_merges_and_gates(
     done, summary = _run_step(pytester.path, workflow, step, ctx, job="energy-merge")
     assert f"Energy gate: {env['MERGED']} against the history" in summary, summary
     assert "the last run of sim:orin-nano" in summary and "REGRESSION" not in summary
-    # The same results again: no change. A busy host's repeats may spread more than the 5 %
-    # threshold; the strict gate then says "insufficient" and exits 1, never a regression.
-    if done.returncode != 0:
-        assert done.returncode == 1 and "insufficient (strict" in summary, done.stderr + summary
-    else:
-        assert "gate passed" in summary.lower(), summary
+    # The same results again, their repeats as uploaded: no change, within, a passed gate.
+    assert done.returncode == 0, done.stderr + summary
+    assert "gate passed" in summary.lower() and "4 within" in summary, summary

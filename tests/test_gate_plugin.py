@@ -8,27 +8,30 @@ import os
 from pathlib import Path
 
 import pytest
+from paced import with_paced
 from wrapped_text import unwrapped_lines
 
-# A fixed time per item (a sleep, EDGE_TEST_WORK times longer for a "slower" change) on a
-# virtual board whose utilisation is pinned (--edge-sim-load): energy per item then depends
-# on neither this machine's speed nor its other load, so "unchanged passes" holds on a
-# shared, noisy host. 20 ms: a loaded host wakes a sleeper a few ms late, which must stay
-# well inside the gate's 50 % (the slower version is 4x the work).
-WORKLOAD = """
-import os, time
+# Paced work (tests/paced.py: one item per 50 ms period, EDGE_TEST_WORK times longer for a
+# "slower" change) on a virtual board whose utilisation is pinned (--edge-sim-load): a
+# window's energy is its power times 8 periods plus the lateness of its last wake-up alone
+# (a sleep per call would add every wake-up's lateness), so energy per item depends on
+# neither this machine's speed nor its other load: "unchanged passes" and "twice the work
+# is a regression" hold against the gate's 50 % on a busy host.
+WORKLOAD = with_paced("""
+import os
+
 import pytest
 
-def _work():
-    time.sleep(0.02 * int(os.environ.get("EDGE_TEST_WORK", "1")))
+work = Paced(0.05 * int(os.environ.get("EDGE_TEST_WORK", "1")))
 
 def test_hash(edge_bench):
-    edge_bench.run(_work, items_per_call=1, params={"workload": "sha256"})
+    edge_bench.run(work, setup=work.restart, items_per_call=1, params={"workload": "sha256"})
 
 @pytest.mark.edge_gate("energy_per_item:mean:1000%")
 def test_hash_loose(edge_bench):
-    edge_bench.run(_work, items_per_call=1, params={"workload": "sha256-loose"})
-"""
+    params = {"workload": "sha256-loose"}
+    edge_bench.run(work, setup=work.restart, items_per_call=1, params=params)
+""")
 
 BENCH = [
     "--edge-items=8",
@@ -93,7 +96,7 @@ def test_regression_fails_noise_passes_and_marker_overrides(
     assert same.ret == 0, same.stdout.str()
     same.stdout.fnmatch_lines(["*energy gate*", "*edgeenergy gate: passed*"])
 
-    slower = _run(pytester, "orin-nano", tmp_path / "c.json", *gate, work=4)
+    slower = _run(pytester, "orin-nano", tmp_path / "c.json", *gate, work=2)
     assert slower.ret == 1, slower.stdout.str()
     out = slower.stdout.str()
     assert "edgeenergy gate: FAILED" in out
@@ -115,7 +118,7 @@ def test_other_device_is_no_baseline_not_a_failure(
         tmp_path / "b.json",
         f"--edge-baseline={baselines}",
         "--edge-fail=energy_per_item:mean:5%",
-        work=4,
+        work=2,
     )
     assert other.ret == 0
     other.stdout.fnmatch_lines(["*no baseline for this device*"])
@@ -331,12 +334,12 @@ from pathlib import Path
 
 def test_a(energy):
     with energy.window():
-        time.sleep(0.2)
+        time.sleep(0.3)  # >= 0.3 s: a window on a busy host keeps enough samples
 
 def test_b(energy):
     with energy.window():
         zlib.compress(b"x" * 10_000_000)
-        time.sleep(0.1)
+        time.sleep(0.3)
 
 def test_c(energy):
     Path({str(ready)!r}).write_text("now")

@@ -47,16 +47,20 @@ def test_runs_are_added_then_a_slower_one_fails_the_gate(
     history = [f"--edge-history={db}", "--edge-history-add", "--edge-history-branch=main"]
     gate = ["--edge-fail=energy_j:mean:10%"]
 
-    first = run(pytester, monkeypatch, 0.3, *history, *gate)
+    # One window of one sleep at a pinned utilisation: its energy is the board's power times
+    # 1.2 s plus the lateness of one wake-up. A run judged 10 % over the others would need a
+    # wake-up 0.12 s later than theirs (at most 0.22 s seen on a busy host, once in 2,000
+    # windows); the slower run does twice the work.
+    first = run(pytester, monkeypatch, 1.2, *history, *gate)
     assert first.ret == 0, first.stdout.str()
     unwrapped_lines(first.outlines).fnmatch_lines(
         ["*no earlier run of sim:orin-nano*nothing to gate against yet*", "*added to the history*"]
     )
     for _ in range(2):
-        assert run(pytester, monkeypatch, 0.3, *history, *gate).ret == 0
+        assert run(pytester, monkeypatch, 1.2, *history, *gate).ret == 0
     assert [branch for _, branch in runs_in(db)] == ["main"] * 3
 
-    slower = run(pytester, monkeypatch, 0.4, *history, *gate)
+    slower = run(pytester, monkeypatch, 2.4, *history, *gate)
     assert slower.ret == 1
     slower.stdout.fnmatch_lines(
         [
@@ -69,7 +73,7 @@ def test_runs_are_added_then_a_slower_one_fails_the_gate(
     assert len(runs_in(db)) == 4
     # another branch has no history yet: nothing to gate against
     other = run(
-        pytester, monkeypatch, 0.4, f"--edge-history={db}", "--edge-history-branch=dev", *gate
+        pytester, monkeypatch, 2.4, f"--edge-history={db}", "--edge-history-branch=dev", *gate
     )
     assert other.ret == 0
     other.stdout.fnmatch_lines(["*no earlier run of*on branch dev*"])

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paced import with_paced
 
 from pytest_edgeenergy.board.types import Identity, RailMap
 from pytest_edgeenergy.report.load import check_report, load_report
@@ -168,15 +169,15 @@ def test_ab_reports_of_one_side_only_are_baselines_from_other_runs(tmp_path: Pat
 
 # -- in pytest ---------------------------------------------------------------------------------
 
-WORKLOAD = """
-import time
-
-def _work():
-    time.sleep(0.005)
+# Paced work (tests/paced.py) on a board whose utilisation is pinned: each window lasts
+# 8 calls x 50 ms plus its last wake-up's lateness, so an unchanged run stays unchanged on a
+# busy host (a 5 ms sleep per call added every wake-up's lateness: +7 % on one run).
+WORKLOAD = with_paced("""
+work = Paced(0.05)
 
 def test_hash(edge_bench):
-    edge_bench.run(_work, items_per_call=1, params={"workload": "sha256"})
-"""
+    edge_bench.run(work, setup=work.restart, items_per_call=1, params={"workload": "sha256"})
+""")
 
 BENCH = [
     "--edge-board=sim:orin-nano",

@@ -257,8 +257,15 @@ def test_window_records_frequency_residency(pytester: pytest.Pytester, tmp_path:
         test_r="""
 import time
 
+GPU_CUR = "sys/devices/platform/bus@0/17000000.gpu/devfreq/17000000.gpu/cur_freq"
+
 def test_r(energy, operating_point):
-    time.sleep(0.3)  # let the virtual board's DVFS settle on the pinned clock
+    # The virtual board's DVFS settles on the pinned clock when its animator next runs,
+    # which a busy host may delay: wait for the clock, not for a time.
+    cur = energy.board.root / GPU_CUR
+    deadline = time.monotonic() + 60  # a guard against a hang, not a timing
+    while cur.read_text().split()[0] != "612000000" and time.monotonic() < deadline:
+        time.sleep(0.02)
     with energy.window("w"):
         time.sleep(0.5)
 """
