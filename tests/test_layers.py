@@ -21,6 +21,7 @@ points into ``commands/``), no part but the ``python -m`` entries imports ``comm
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import defaultdict
 from importlib import import_module
@@ -153,11 +154,18 @@ def _part(module: str) -> str:
 
 
 def _graph() -> dict[str, set[str]]:
+    """The package's import graph (a fresh copy: callers may change it)."""
+    return {module: set(targets) for module, targets in _parsed_graph().items()}
+
+
+@functools.cache
+def _parsed_graph() -> dict[str, frozenset[str]]:
+    # Parsed once per test process: every test here reads the same, unchanging package.
     graph: dict[str, set[str]] = defaultdict(set)
     for path in PACKAGE.rglob("*.py"):
         module, _ = _module_name(path)
         graph[module] |= _imports(path)
-    return graph
+    return {module: frozenset(targets) for module, targets in graph.items()}
 
 
 def wrong_imports(graph: dict[str, set[str]]) -> list[str]:
@@ -298,6 +306,7 @@ PARSES_ARGUMENTS = {
 """Modules outside ``commands/`` that may import argparse or have a ``main``, and why."""
 
 
+@functools.cache
 def _modules() -> dict[str, ast.Module]:
     return {_module_name(path)[0]: ast.parse(path.read_text()) for path in PACKAGE.rglob("*.py")}
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from paced import with_paced
+from wrapped_text import unwrapped, unwrapped_lines
 
 from pytest_edgeenergy.board.types import Identity, RailMap
 from pytest_edgeenergy.report.load import check_report, load_report
@@ -224,7 +225,7 @@ def test_edge_fail_says_drift_limits_it_then_uses_the_paired_rule_inside_an_ab_s
     assert first.ret == 0, first.stdout.str()
     second = pytester.runpytest_subprocess(*BENCH, f"--edge-report={tmp_path / 'b.json'}", *gate)
     assert second.ret == 0, second.stdout.str()
-    second.stdout.fnmatch_lines(
+    unwrapped_lines(second.outlines).fnmatch_lines(
         ["*baselines from other runs: between-run drift limits what this gate can see*"
          "unknown with a single run*"]
     )  # fmt: skip
@@ -239,7 +240,7 @@ def test_edge_fail_says_drift_limits_it_then_uses_the_paired_rule_inside_an_ab_s
         *BENCH, f"--edge-report={tmp_path / 'c.json'}", f"--edge-baseline={session}",
         f"--edge-fail={EXPR}",
     )  # fmt: skip
-    out = inside.stdout.str()
+    out = unwrapped(inside.stdout.str())
     assert "baselines made by `edgeenergy ab` (session ab1, 3 complete rounds" in out, out
     assert "this run is side B of round 3 of that session" in out
     assert "between-run drift" not in out
