@@ -36,12 +36,13 @@ HEAVY = {HEAVY_MODULES!r}
 
 def pytest_sessionfinish(session):
     es = session.config.stash.get(SESSION_KEY, None)
+    engine = None if es is None else es.engine_if_made
     state = {{
         "session": es is not None,
-        "board": None if es is None else es.board is not None,
-        "meter": None if es is None else es.meter is not None,
-        "root": None if es is None or es.root is None else str(es.root),
-        "tests": None if es is None else sorted(es.tests),
+        "board": None if es is None else engine is not None and engine.board is not None,
+        "meter": None if es is None else engine is not None and engine.meter is not None,
+        "root": None if engine is None or engine.root is None else str(engine.root),
+        "tests": None if es is None else sorted(engine.tests if engine is not None else ()),
         "heavy": sorted(m for m in HEAVY if m in sys.modules),
     }}
     (session.config.rootpath / "probe.json").write_text(json.dumps(state))

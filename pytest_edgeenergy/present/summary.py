@@ -17,13 +17,11 @@ if TYPE_CHECKING:
 
 
 class SessionView(RunView, Protocol):
-    """What the summary reads of a session (:class:`.session.PluginSession` is one)."""
+    """What the summary reads of a session (:class:`~pytest_edgeenergy.run.EnergySession`
+    is one)."""
 
     @property
     def board(self) -> Board | None: ...
-
-    @property
-    def point_order(self) -> Sequence[str]: ...
 
     @property
     def report_path(self) -> Path | None: ...
@@ -61,9 +59,10 @@ def board_line(es: SessionView) -> str:
     return f"board: {name}; L4T {ident.l4t or '-'}; {total}{idle}"
 
 
-def summary_lines(es: SessionView) -> list[str]:
+def summary_lines(es: SessionView, point_order: Sequence[str] = ()) -> list[str]:
     """The energy table printed after the test session, then the counts
-    (:func:`count_lines`), warnings, the run order of operating points and the report."""
+    (:func:`count_lines`), warnings, the run order of operating points (``point_order``, by
+    id) and the report."""
     rows = [("test", "window", "status", "s", "energy J", "net J", "mean W", "samples", "valid")]
     for rec in es.tests.values():
         if _kind(rec) == "benched":  # in the benchmark table
@@ -96,8 +95,8 @@ def summary_lines(es: SessionView) -> list[str]:
             )
     out.extend(count_lines(es.tests.values()))
     out.extend(f"WARNING: {w['message']}" for w in run_warnings(es))
-    if es.point_order:
-        out.append("operating points in run order: " + " -> ".join(es.point_order))
+    if point_order:
+        out.append("operating points in run order: " + " -> ".join(point_order))
     if es.report_path is not None:
         out.append(f"report: {es.report_path}")
     out.extend(f"REPORT ERROR: {e}" for e in es.report_errors)
