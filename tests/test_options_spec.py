@@ -38,6 +38,7 @@ from pytest_edgeenergy.options_spec import (
     parse_board,
 )
 from pytest_edgeenergy.plugin import options as plugin_options
+from pytest_edgeenergy.run import EnergySession
 from pytest_edgeenergy.search.objective import OBJECTIVES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -130,6 +131,18 @@ def test_help_texts_are_the_same_on_both_sides(pytester: pytest.Pytester) -> Non
             ), key
 
 
+def test_every_flag_names_its_environment_variable_and_ini_key(pytester: pytest.Pytester) -> None:
+    """Each option, the edge_bench fixture's included, is registered from the one description:
+    its help says where else it may be given."""
+    shown = pytester.runpytest_inprocess("--help").stdout.str()
+    group = shown.split("energy measurement on Jetson boards:\n")[1].split("\n\n")[0]
+    entries = [_words(e) for e in re.split(r"\n  (?=--)", group.strip("\n"))]
+    assert len(entries) == len(ALL_OPTIONS)
+    for entry in entries:
+        (opt,) = [o for o in ALL_OPTIONS.values() if entry.split()[0].split("=")[0] == o.flag]
+        assert entry.endswith(f"(env {opt.env}, ini {opt.ini})"), entry
+
+
 def _unnamed(text: str, front: str) -> str:
     """``text`` with every option's flag on ``front`` replaced by its key."""
     for key, opt in sorted(ALL_OPTIONS.items(), key=lambda kv: -len(kv[1].flag)):
@@ -175,6 +188,16 @@ def test_add_arguments_builds_every_kind() -> None:
     assert args.source == "auto" and args.sim_load == 0.3 and args.gpu_freq == ["min", "max"]
     assert args.report_overwrite is False
     assert parser.parse_args(["--sim-load", "host"]).sim_load is None
+
+
+def test_the_board_is_read_once_and_passed_down(pytester: pytest.Pytester) -> None:
+    """pytest's --edge-board and edgeenergy's --board give the same typed target, which the
+    engine takes as it is (no text rebuilt in between)."""
+    target = plugin_options.build(pytester.parseconfig("--edge-board=sim:thor")).board
+    cli = argparse.ArgumentParser()
+    add_arguments(cli, ["board"])
+    assert cli.parse_args(["--board", "sim:thor"]).board == target == parse_board("sim:thor")
+    assert EnergySession(target, report=False).target is target
 
 
 @pytest.mark.parametrize(

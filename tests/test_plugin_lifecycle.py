@@ -86,6 +86,15 @@ def host_has_rails() -> bool:
     return bool(detect(Path("/")).rails.rails)
 
 
+def test_the_plugin_session_reaches_the_engine_instead_of_passing_it_through() -> None:
+    """What the engine knows (board, meter, records, report) is read of the engine: the
+    adapter keeps no property of its own but the engine itself."""
+    from pytest_edgeenergy.plugin.session import PluginSession
+
+    properties = {name for name, v in vars(PluginSession).items() if isinstance(v, property)}
+    assert properties == {"engine", "engine_if_made"}
+
+
 def test_inert_without_options_or_energy_fixture(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(PROBE_CONFTEST)
     pytester.makepyfile(test_inner=PLAIN)
