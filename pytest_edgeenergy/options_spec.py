@@ -1,21 +1,25 @@
-"""Every option shared by pytest and ``edgeenergy``, described once.
+"""Every option of the plugin and of ``edgeenergy``'s shared arguments, described once.
 
-One :class:`Option` holds an option's names (pytest flag, ini key, environment variable,
-``edgeenergy`` argument), its type (an allowed range, a parser, registered names), its
-default and its help text. Both front ends are generated from it: the plugin's options and
-ini keys (``plugin/options.py``) and the argparse arguments of ``edgeenergy compare``,
-``search``, ``measure`` and ``board`` (:func:`add_arguments`), so a help text, a range or a
-default is written in one place. A help text names another option as ``{key}`` (its key in
-:data:`ALL_OPTIONS`): each front end shows that option's own flag (``--edge-root`` in
-pytest, ``--root`` in ``edgeenergy``). Where a front end needs a word more (what
-``--edge-search`` does to the tests; ``compare``'s default baseline), it is a note added
-after the shared text.
+One :class:`Option` holds an option's names (pytest flag, from which its ini key and
+environment variable follow, and ``edgeenergy`` argument), its type (an allowed range, a
+parser, registered names), its default and its help text. Both front ends are generated
+from it: the plugin's options and ini keys (``plugin/options.py``, which reads them back
+too) and the argparse arguments of ``edgeenergy compare``, ``search``, ``measure`` and
+``board`` (:func:`add_arguments`), so a help text, a range or a default is written in one
+place. A help text names another option as ``{key}`` (its key in :data:`ALL_OPTIONS`): each
+front end shows that option's own flag (``--edge-root`` in pytest, ``--root`` in
+``edgeenergy``). Where a front end needs a word more (what ``--edge-search`` does to the
+tests; ``compare``'s default baseline), it is a note added after the shared text.
+
+The board's text (``auto``, ``sim:MODEL``) is read here once, by :func:`parse_board`, into a
+:class:`BoardTarget` that every front end passes down (pytest, ``edgeenergy``, the library's
+``EnergySession``).
 
 The environment variables and ini keys are pytest's: ``edgeenergy`` reads its arguments
 only.
 
 Cheap to import and free of pytest (the CLI imports it): standard library, the error root,
-the ranges, the registry and the board models' names.
+the ranges, the registry, the board models' names and the benchmark fixture's settings.
 """
 
 from __future__ import annotations
@@ -23,10 +27,23 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .bench.scenarios import SCENARIOS
+from .bench.settings import (
+    DEFAULT,
+    ITEMS,
+    LATENCY_BOUND_S,
+    MIN_WINDOW_S,
+    PRECISIONS,
+    RATE_PER_S,
+    REPEATS,
+    RUNTIMES,
+    WARMUP,
+    WORKLOAD_TIMEOUT_S,
+)
 from .board.generations import MODEL_NAMES
 from .errors import InvalidValue
 from .ranges import FloatRange, IntRange, NumberRange, shown
@@ -37,30 +54,22 @@ __all__ = [
     "AB_REFUSED",
     "ALL_OPTIONS",
     "BATCH_SIZE",
+    "BENCH_OPTIONS",
     "CONTROL_OPTIONS",
     "GATE_OPTIONS",
     "GRID_OPTIONS",
-    "IDLE_S",
-    "INTERVAL_MS",
-    "LATENCY_BUDGET_S",
-    "LOCK_TIMEOUT_S",
     "OPTIONS",
-    "POWER_BUDGET_W",
     "SEARCH_OPTIONS",
-    "SEED",
-    "SETTLE_S",
-    "SIM_LOAD",
     "SIM_MODELS",
-    "STUDY_HEARTBEAT_S",
-    "TRIALS",
+    "BoardTarget",
     "Front",
     "Option",
     "ab_refused_argument",
     "add_arguments",
-    "check_board",
     "parse_board",
     "parse_shard",
     "parse_sim_load",
+    "parse_yes_no",
 ]
 
 Front = Literal["pytest", "cli"]
@@ -98,24 +107,48 @@ STUDY_HEARTBEAT_S = IntRange(1, 3600, "s")
 # -- value parsers shared by both front ends ---------------------------------------------
 
 
-def parse_board(text: str) -> str | None:
-    """The virtual board's model of ``sim:MODEL``, None for ``auto`` (the board under the
-    root); :class:`~.errors.InvalidValue` naming the value and what is allowed."""
-    if text == "auto":
-        return None
-    kind, _, model = text.partition(":")
-    if kind != "sim" or model not in SIM_MODELS:
-        raise InvalidValue(
-            f"{text!r} is not a board; use 'auto' or 'sim:MODEL' with MODEL one of "
-            f"{', '.join(SIM_MODELS)}"
-        )
-    return model
+@dataclass(frozen=True)
+class BoardTarget:
+    """A board to open: a virtual board's model (made when it is opened), or the board under
+    a root directory."""
+
+    sim_model: str | None = None
+    root: Path | None = None
+    """The board tree; None: ``/`` (``auto``), or the virtual board made when opened."""
+
+    @property
+    def text(self) -> str:
+        """How the board is named: ``sim:orin-nano``, ``auto`` (root ``/``) or the root."""
+        if self.sim_model is not None:
+            return f"sim:{self.sim_model}"
+        return "auto" if self.root is None or self.root == Path("/") else str(self.root)
 
 
-def check_board(text: str) -> str:
-    """``text`` when it names a board (:func:`parse_board`): ``edgeenergy --board``'s type."""
-    parse_board(text)
-    return text
+def parse_board(board: str | Path, *, trees: bool = False) -> BoardTarget:
+    """The board ``board`` names: ``auto`` (the board under the root), ``sim:MODEL`` (a
+    virtual board) and, with ``trees``, a board tree's directory (a ``Path`` names one);
+    :class:`~.errors.InvalidValue` naming the value and what is allowed. The one reader of
+    ``--edge-board``, ``edgeenergy --board`` and ``EnergySession(board=...)``."""
+    text = board if isinstance(board, str) else str(board)
+    kind, colon, model = text.partition(":")
+    if isinstance(board, str) and board == "auto":
+        return BoardTarget()
+    if isinstance(board, str) and kind == "sim" and colon and model in SIM_MODELS:
+        return BoardTarget(sim_model=model)
+    if (isinstance(board, Path) or (trees and kind != "sim")) and text and Path(text).is_dir():
+        return BoardTarget(root=Path(text))
+    tree = ", a board tree's directory" if trees else ""
+    raise InvalidValue(
+        f"{text!r} is not a board; use 'auto'{tree} or 'sim:MODEL' with MODEL one of "
+        f"{', '.join(SIM_MODELS)}"
+    )
+
+
+def _directory(text: str) -> Path:
+    """``--edge-root``'s and ``--root``'s type: an existing directory."""
+    if not Path(text).is_dir():
+        raise InvalidValue(f"{text!r} is not a directory")
+    return Path(text)
 
 
 def _ascii_digits(text: str) -> bool:
@@ -148,6 +181,49 @@ def parse_sim_load(text: str) -> float | None:
         raise InvalidValue(f"{shown(text)} is not 'host' nor a fraction 0..1") from None
 
 
+YES = ("1", "true", "yes", "on")
+NO = ("0", "false", "no", "off")
+
+
+def parse_yes_no(text: str) -> bool:
+    """A yes/no flag's value in the environment or an ini file (any case)."""
+    word = text.strip().lower()
+    if word in YES or word in NO:
+        return word in YES
+    raise InvalidValue(f"{shown(text)} is not a yes/no value; use one of {', '.join(YES + NO)}")
+
+
+def _workloads(text: str) -> tuple[str, ...]:
+    """``resnet18, MobileNet*`` -> ``("resnet18", "mobilenet*")``; none is an error."""
+    found = tuple(n.strip().lower() for n in text.split(",") if n.strip())
+    if not found:
+        raise InvalidValue(
+            f"{shown(text)} names no workload; give comma-separated names or patterns"
+        )
+    return found
+
+
+def _names_of(what: str, allowed: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
+    """A reader of comma-separated ``what`` names (any case, each once) of ``allowed``."""
+
+    def read(text: str) -> tuple[str, ...]:
+        found = tuple(dict.fromkeys(n.strip().lower() for n in text.split(",") if n.strip()))
+        unknown = [n for n in found if n not in allowed]
+        if found and not unknown:
+            return found
+        bad = f"unknown {what} {', '.join(map(repr, unknown))}" if unknown else f"no {what}"
+        raise InvalidValue(f"{bad}; allowed: {', '.join(allowed)}")
+
+    return read
+
+
+def _scenario(text: str) -> str:
+    name = text.strip().lower()
+    if name not in SCENARIOS:
+        raise InvalidValue(f"unknown scenario {text!r}; allowed: {', '.join(SCENARIOS)}")
+    return name
+
+
 def _source_names() -> tuple[str, ...]:
     return names(SOURCES_GROUP)
 
@@ -178,12 +254,11 @@ class Option:
     """
 
     flag: str
-    """pytest's flag (``--edge-interval-ms``)."""
-    ini: str
-    env: str
+    """pytest's flag (``--edge-interval-ms``); the ini key and environment variable follow."""
     help: str
-    default: str | None
+    default: str | None = None
     """The default as the text a user would give (``"10"``); None: not given."""
+    _: KW_ONLY
     metavar: str = "VALUE"
     """The value's placeholder in ``--help`` (unused by yes/no flags)."""
     allowed: NumberRange[Any] | None = None
@@ -205,6 +280,20 @@ class Option:
     """The names ``{names}`` in the help lists (cheap: the built-ins)."""
     notes: Mapping[str, str] | None = None
     """A front end's words after the shared help, by front (``pytest``, ``cli``)."""
+
+    @property
+    def _stem(self) -> str:
+        return self.flag.removeprefix("--").removeprefix("edge-").replace("-", "_")
+
+    @property
+    def ini(self) -> str:
+        """The ini key: ``edge_`` and the flag's words (``edge_interval_ms``)."""
+        return f"edge_{self._stem}"
+
+    @property
+    def env(self) -> str:
+        """The environment variable (``EDGEENERGY_INTERVAL_MS``)."""
+        return f"EDGEENERGY_{self._stem.upper()}"
 
     @property
     def cli_flag(self) -> str:
@@ -234,6 +323,8 @@ class Option:
 
     def read(self, text: str) -> object:
         """The value of ``text``; :class:`~.errors.InvalidValue` when it cannot be one."""
+        if self.kind == "flag":
+            return parse_yes_no(text)
         if self.parse is not None:
             return self.parse(text)
         if self.allowed is not None:
@@ -251,18 +342,13 @@ def _reference(key: str, front: Front, opt: Option) -> str:
 OPTIONS: dict[str, Option] = {
     "board": Option(
         "--edge-board",
-        "edge_board",
-        "EDGEENERGY_BOARD",
         "board to measure: 'auto' (the machine's own sysfs under {root}) or "
         f"'sim:MODEL' for a virtual board, MODEL one of {', '.join(SIM_MODELS)}",
-        None,
         metavar="sim:MODEL",
-        parse=check_board,
+        parse=parse_board,
     ),
     "sim_load": Option(
         "--edge-sim-load",
-        "edge_sim_load",
-        "EDGEENERGY_SIM_LOAD",
         "utilisation of a virtual board made by {board}=sim:MODEL: 'host' (follows this "
         "machine's CPU load) or a fraction 0..1 that pins it (reproducible power on a shared "
         "machine)",
@@ -272,17 +358,12 @@ OPTIONS: dict[str, Option] = {
     ),
     "root": Option(
         "--edge-root",
-        "edge_root",
-        "EDGEENERGY_ROOT",
         "directory holding the board's tree (/ on a Jetson; a virtual board's directory)",
-        None,
         metavar="DIR",
-        path=True,
+        parse=_directory,
     ),
     "interval_ms": Option(
         "--edge-interval-ms",
-        "edge_interval_ms",
-        "EDGEENERGY_INTERVAL_MS",
         "sampling interval of the power sampler in ms (default 10; never faster than the "
         "sensor updates)",
         "10",
@@ -291,8 +372,6 @@ OPTIONS: dict[str, Option] = {
     ),
     "source": Option(
         "--edge-source",
-        "edge_source",
-        "EDGEENERGY_SOURCE",
         "power source: {names}, or one a plugin registers",
         "auto",
         metavar="NAME",
@@ -301,25 +380,17 @@ OPTIONS: dict[str, Option] = {
     ),
     "report": Option(
         "--edge-report",
-        "edge_report",
-        "EDGEENERGY_REPORT",
         "JSON report path (default: reports/<device>-<time>.json when energy was measured)",
-        None,
         metavar="PATH",
         path=True,
     ),
     "report_overwrite": Option(
         "--edge-report-overwrite",
-        "edge_report_overwrite",
-        "EDGEENERGY_REPORT_OVERWRITE",
         "allow {report} to replace an existing file (replaced at the first finished test)",
-        None,
         kind="flag",
     ),
     "idle_s": Option(
         "--edge-idle-s",
-        "edge_idle_s",
-        "EDGEENERGY_IDLE_S",
         "seconds of idle power measured at the session's operating point (default 2; 0 = none)",
         "2",
         metavar="SECONDS",
@@ -327,34 +398,25 @@ OPTIONS: dict[str, Option] = {
     ),
     "only": Option(
         "--edge-only",
-        "edge_only",
-        "EDGEENERGY_ONLY",
         "run only the tests whose node ids FILE lists, one per line (blank lines and lines "
         "starting with # ignored); the others are deselected (edgeenergy ab selects the "
         "tests that need more rounds with it)",
-        None,
         metavar="FILE",
         path=True,
     ),
     "shard": Option(
         "--edge-shard",
-        "edge_shard",
-        "EDGEENERGY_SHARD",
         "run only shard K of N: the collected tests split deterministically into N balanced "
         "parts (by the durations of {shard_durations} when given, else by count); the "
         "others are deselected",
-        None,
         metavar="K/N",
         parse=parse_shard,
     ),
     "shard_durations": Option(
         "--edge-shard-durations",
-        "edge_shard_durations",
-        "EDGEENERGY_SHARD_DURATIONS",
         "balance {shard} by the tests' durations in this file or directory: energy reports, "
         "pytest-split's .test_durations, JUnit XML (pytest --junitxml); a test they lack "
         "counts the mean duration",
-        None,
         metavar="FILE_OR_DIR",
         path=True,
     ),
@@ -364,65 +426,44 @@ OPTIONS: dict[str, Option] = {
 GRID_OPTIONS: dict[str, Option] = {
     "power_mode": Option(
         "--power-mode",
-        "edge_power_mode",
-        "EDGEENERGY_POWER_MODE",
         "nvpmodel power mode(s) by name (any case), ID or role (max = MAXN, min, default: "
         "the same on every board), comma-separated",
-        None,
         metavar="MODES",
         kind="list",
     ),
     "cpu_freq": Option(
         "--cpu-freq",
-        "edge_cpu_freq",
-        "EDGEENERGY_CPU_FREQ",
         "CPU frequencies: values with Hz/kHz/MHz/GHz, or min, max, all, dvfs",
-        None,
         metavar="FREQS",
         kind="list",
     ),
     "gpu_freq": Option(
         "--gpu-freq",
-        "edge_gpu_freq",
-        "EDGEENERGY_GPU_FREQ",
         "GPU frequencies: values with Hz/kHz/MHz/GHz, or min, max, all, dvfs",
-        None,
         metavar="FREQS",
         kind="list",
     ),
     "emc_freq": Option(
         "--emc-freq",
-        "edge_emc_freq",
-        "EDGEENERGY_EMC_FREQ",
         "memory (EMC) frequencies: values with units, or min, max, dvfs",
-        None,
         metavar="FREQS",
         kind="list",
     ),
     "cpu_cores": Option(
         "--cpu-cores",
-        "edge_cpu_cores",
-        "EDGEENERGY_CPU_CORES",
         "numbers of online CPU cores, or all",
-        None,
         metavar="N",
         kind="list",
     ),
     "governor": Option(
         "--governor",
-        "edge_governor",
-        "EDGEENERGY_GOVERNOR",
         "CPU frequency governor(s), e.g. schedutil, performance",
-        None,
         metavar="NAMES",
         kind="list",
     ),
     "batch_size": Option(
         "--batch-size",
-        "edge_batch_size",
-        "EDGEENERGY_BATCH_SIZE",
         "batch sizes for tests using the batch_size fixture, comma-separated (default 8)",
-        None,
         metavar="SIZES",
         allowed=BATCH_SIZE,
         kind="list",
@@ -433,33 +474,22 @@ GRID_OPTIONS: dict[str, Option] = {
 CONTROL_OPTIONS: dict[str, Option] = {
     "dry_run": Option(
         "--edge-dry-run",
-        "edge_dry_run",
-        "EDGEENERGY_DRY_RUN",
         "print every write to the board's knob files that would be made, make none",
-        None,
         kind="flag",
     ),
     "force_mode": Option(
         "--edge-force-mode",
-        "edge_force_mode",
-        "EDGEENERGY_FORCE_MODE",
         "allow power modes that change GPU power gating (the board REBOOTS to apply them)",
-        None,
         kind="flag",
     ),
     "settle_s": Option(
         "--edge-settle-s",
-        "edge_settle_s",
-        "EDGEENERGY_SETTLE_S",
         "seconds to wait after pinning an operating point (default 0.5 on a board, 0 virtual)",
-        None,
         metavar="SECONDS",
         allowed=SETTLE_S,
     ),
     "lock_timeout_s": Option(
         "--edge-lock-timeout",
-        "edge_lock_timeout",
-        "EDGEENERGY_LOCK_TIMEOUT",
         "seconds to wait for another session measuring or pinning the same board to end "
         "(default 300; 0 = refuse at once)",
         "300",
@@ -472,75 +502,52 @@ CONTROL_OPTIONS: dict[str, Option] = {
 GATE_OPTIONS: dict[str, Option] = {
     "baseline": Option(
         "--edge-baseline",
-        "edge_baseline",
-        "EDGEENERGY_BASELINE",
         "baseline report file, or a directory of reports (the newest runs of each device "
         "are used, judged by their run-to-run spread; a missing or empty directory is 'no "
         "baseline yet')",
-        None,
         metavar="PATH",
         path=True,
         notes={"cli": "default: the previous report of the same device on the command line"},
     ),
     "fail": Option(
         "--edge-fail",
-        "edge_fail",
-        "EDGEENERGY_FAIL",
         "fail when METRIC:STAT:THRESHOLD regresses significantly against the baseline, e.g. "
         "energy_per_item:mean:5%% or latency_p90:median:2ms (repeatable)",
-        None,
         metavar="EXPR",
         kind="list",
         ini_lines=True,
     ),
     "save_baseline": Option(
         "--edge-save-baseline",
-        "edge_save_baseline",
-        "EDGEENERGY_SAVE_BASELINE",
         "after the run, store its report as a baseline in this directory (created if missing)",
-        None,
         metavar="DIR",
         path=True,
     ),
     "fail_insufficient": Option(
         "--edge-fail-insufficient",
-        "edge_fail_insufficient",
-        "EDGEENERGY_FAIL_INSUFFICIENT",
         "strict gate: a result too thinly measured to judge ('insufficient': too few repeats "
         "or runs, or a failed or invalid result on either side) fails it too",
-        None,
         kind="flag",
     ),
     "history": Option(
         "--edge-history",
-        "edge_history",
-        "EDGEENERGY_HISTORY",
         "energy history database (a SQLite file, sqlite:///PATH or postgresql://...): "
         "--edge-fail gates against its newest runs of this device instead of a baseline",
-        None,
         metavar="DB",
     ),
     "history_add": Option(
         "--edge-history-add",
-        "edge_history_add",
-        "EDGEENERGY_HISTORY_ADD",
         "after the run (and its gate), add its report to the history database",
-        None,
         kind="flag",
     ),
     "history_branch": Option(
         "--edge-history-branch",
-        "edge_history_branch",
-        "EDGEENERGY_HISTORY_BRANCH",
         "git branch: the gate reads only the history's runs of this branch, and an added "
         "run is recorded with it (reports carry the commit only)",
-        None,
         metavar="NAME",
     ),
     "history_window": Option(
         "--edge-history-window",
-        "edge_history_window",
-        "EDGEENERGY_HISTORY_WINDOW",
         "how many of the device's newest runs in the history the gate reads (default 10)",
         "10",
         metavar="N",
@@ -552,10 +559,7 @@ GATE_OPTIONS: dict[str, Option] = {
 SEARCH_OPTIONS: dict[str, Option] = {
     "strategy": Option(
         "--edge-search",
-        "edge_search",
-        "EDGEENERGY_SEARCH",
         "search strategy: {names}, or one a plugin registers",
-        None,
         metavar="STRATEGY",
         cli="--strategy",
         choices=_strategy_names,
@@ -569,8 +573,6 @@ SEARCH_OPTIONS: dict[str, Option] = {
     ),
     "objective": Option(
         "--edge-objective",
-        "edge_objective",
-        "EDGEENERGY_OBJECTIVE",
         "what the search minimises: min-energy (J per item), min-time, min-edp, pareto, "
         "max-train-throughput (an interleaved test's training minibatches/s, maximised) "
         "(default min-energy)",
@@ -579,37 +581,26 @@ SEARCH_OPTIONS: dict[str, Option] = {
     ),
     "trials": Option(
         "--edge-trials",
-        "edge_trials",
-        "EDGEENERGY_TRIALS",
         "points the search profiles",
-        None,
         metavar="N",
         allowed=TRIALS,
         notes={"pytest": "per test, the dvfs reference not counted"},
     ),
     "power_budget_w": Option(
         "--edge-power-budget-w",
-        "edge_power_budget_w",
-        "EDGEENERGY_POWER_BUDGET_W",
         "the search's budget: mean power a point may draw",
-        None,
         metavar="W",
         allowed=POWER_BUDGET_W,
     ),
     "latency_budget_s": Option(
         "--edge-latency-budget-s",
-        "edge_latency_budget_s",
-        "EDGEENERGY_LATENCY_BUDGET_S",
         "the search's budget: time per item (per window without items) a point may take; "
         "under max-train-throughput the inference latency p99",
-        None,
         metavar="S",
         allowed=LATENCY_BUDGET_S,
     ),
     "seed": Option(
         "--edge-seed",
-        "edge_seed",
-        "EDGEENERGY_SEED",
         "seed of the random, optuna and auto strategies (default 0)",
         "0",
         metavar="K",
@@ -617,49 +608,35 @@ SEARCH_OPTIONS: dict[str, Option] = {
     ),
     "resume": Option(
         "--edge-search-resume",
-        "edge_search_resume",
-        "EDGEENERGY_SEARCH_RESUME",
         "continue the searches of this report (same strategy, objective, budgets and seed); "
         "its trials count towards {trials}",
-        None,
         metavar="REPORT",
         path=True,
     ),
     "prior": Option(
         "--edge-prior",
-        "edge_prior",
-        "EDGEENERGY_PRIOR",
         "auto strategy only: seed its model with the profiles of this report or CSV table "
         "(another workload or board)",
-        None,
         metavar="REPORT_OR_CSV",
         path=True,
         notes={"pytest": "of a report, the same test's search or runs, else every search's"},
     ),
     "storage": Option(
         "--edge-search-storage",
-        "edge_search_storage",
-        "EDGEENERGY_SEARCH_STORAGE",
         "share one search study between processes (boards) through this Optuna storage: "
         "postgresql://..., sqlite:///PATH, or journal:PATH (a file on a shared filesystem); "
         "{trials} then counts the trials of every process together",
-        None,
         metavar="URL",
         cli="--storage",
     ),
     "study": Option(
         "--edge-study",
-        "edge_study",
-        "EDGEENERGY_STUDY",
         "name of the shared study in {storage}; every process giving the same joins it",
-        None,
         metavar="NAME",
         cli="--study",
     ),
     "study_heartbeat_s": Option(
         "--edge-study-heartbeat-s",
-        "edge_study_heartbeat_s",
-        "EDGEENERGY_STUDY_HEARTBEAT_S",
         "seconds between the heartbeats of a running shared trial; one silent for 3 "
         "heartbeats is failed and its point profiled again; the process creating the study "
         "sets it, the others use the study's (default 10)",
@@ -671,12 +648,113 @@ SEARCH_OPTIONS: dict[str, Option] = {
 }
 """The operating-point search (``--edge-search`` in pytest, ``edgeenergy search``)."""
 
+BENCH_OPTIONS: dict[str, Option] = {
+    "items": Option(
+        "--edge-items",
+        "items (inferences, samples) of fixed work per measured repeat "
+        f"(default {DEFAULT.items}, as in the inference study)",
+        metavar="N",
+        allowed=ITEMS,
+    ),
+    "repeats": Option(
+        "--edge-repeats",
+        f"measured energy windows per benchmark (default {DEFAULT.repeats})",
+        metavar="N",
+        allowed=REPEATS,
+    ),
+    "warmup": Option(
+        "--edge-warmup",
+        f"unmeasured warm-up calls before the first window (default {DEFAULT.warmup})",
+        metavar="N",
+        allowed=WARMUP,
+    ),
+    "min_window_s": Option(
+        "--edge-min-window-s",
+        "minimum duration of a measured repeat in s; shorter repeats get more calls "
+        f"(default {DEFAULT.min_window_s:g})",
+        metavar="SECONDS",
+        allowed=MIN_WINDOW_S,
+    ),
+    "quick": Option(
+        "--edge-quick",
+        "smoke run: two calls' worth of items, 2 repeats, 1 warm-up call, 0.1 s windows "
+        "(values given explicitly still win)",
+        kind="flag",
+    ),
+    "workload": Option(
+        "--workload",
+        "comma-separated workloads to run (names or glob patterns, e.g. resnet18,mobilenet*); "
+        "default all",
+        metavar="NAMES",
+        parse=_workloads,
+    ),
+    "runtime": Option(
+        "--runtime",
+        f"comma-separated runtimes to run ({', '.join(RUNTIMES)}); deselects tests whose "
+        "runtime parameter is another; default all",
+        metavar="NAMES",
+        parse=_names_of("runtime", RUNTIMES),
+    ),
+    "precision": Option(
+        "--precision",
+        f"comma-separated precisions to run ({', '.join(PRECISIONS)}); deselects tests whose "
+        "precision parameter is another; default all",
+        metavar="NAMES",
+        parse=_names_of("precision", PRECISIONS),
+    ),
+    "scenario": Option(
+        "--edge-scenario",
+        f"how queries reach the workload: {', '.join(SCENARIOS)} (default offline: fixed "
+        "work at full speed)",
+        metavar="NAME",
+        parse=_scenario,
+    ),
+    "rate": Option(
+        "--edge-rate",
+        "queries per second of the fixed-rate and server scenarios (one query = one call)",
+        metavar="PER_S",
+        allowed=RATE_PER_S,
+    ),
+    "latency_bound_s": Option(
+        "--edge-latency-bound-s",
+        "deadline of a query in s (arrival to completion): required by server; fixed-rate "
+        "defaults to 1/rate",
+        metavar="SECONDS",
+        allowed=LATENCY_BOUND_S,
+    ),
+    "workload_python": Option(
+        "--edge-workload-python",
+        "run the suites' workloads in this Python (3.6 or newer, e.g. JetPack 5's "
+        "/usr/bin/python3.8 with NVIDIA's torch) through a worker; the harness stays in this "
+        "one; behind --edge-workload-prefix, the interpreter inside it (default python3)",
+        metavar="PATH",
+    ),
+    "workload_prefix": Option(
+        "--edge-workload-prefix",
+        "run the workload worker behind this command, split as a shell would, e.g. "
+        "'docker run --rm -i --runtime nvidia IMAGE' (-i: the worker speaks over stdin)",
+        metavar="COMMAND",
+    ),
+    "workload_timeout": Option(
+        "--edge-workload-timeout",
+        "seconds a workload worker may stay silent (no call finished, no answer) before it is "
+        "taken as hung, its process group killed and its test failed (default 600)",
+        metavar="SECONDS",
+        allowed=WORKLOAD_TIMEOUT_S,
+    ),
+}
+"""The ``edge_bench`` fixture's options: work per repeat, repeats, warm-up, window length,
+quick smoke runs, the workload, runtime and precision filters, the load scenario and where
+the suites' workloads run. Their defaults are :data:`~.bench.settings.DEFAULT`'s, which
+``--edge-quick`` replaces (values given explicitly still win)."""
+
 ALL_OPTIONS: dict[str, Option] = {
     **OPTIONS,
     **GRID_OPTIONS,
     **CONTROL_OPTIONS,
     **GATE_OPTIONS,
     **SEARCH_OPTIONS,
+    **BENCH_OPTIONS,
 }
 """Every described option by key (keys are unique across the tables)."""
 

@@ -94,7 +94,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _token_counts(config: pytest.Config, dest: str) -> tuple[int, ...]:
-    from pytest_edgeenergy.plugin.bench_options import build
+    from pytest_edgeenergy.plugin.options import build_bench
 
     for flag, d, env, default, quick, minimum, what in _TOKEN_OPTIONS:
         if d != dest:
@@ -102,7 +102,7 @@ def _token_counts(config: pytest.Config, dest: str) -> tuple[int, ...]:
         given = _given_token_counts(config, flag, dest, env, minimum, what)
         if given is not None:
             return given
-        return quick if build(config).quick else default
+        return quick if build_bench(config).quick else default
     raise KeyError(dest)
 
 
@@ -162,10 +162,10 @@ def _modules_here(request: pytest.FixtureRequest) -> None:
     markers = list(request.node.iter_markers("needs_here"))
     if not markers:
         return
-    from pytest_edgeenergy.plugin.bench_options import build
+    from pytest_edgeenergy.plugin.options import build_bench
     from pytest_edgeenergy.workloads.modes import importable
 
-    if build(request.config).placement.out_of_process:
+    if build_bench(request.config).placement.out_of_process:
         return
     for marker in markers:
         module, reason = marker.args

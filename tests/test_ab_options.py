@@ -34,8 +34,8 @@ from pytest_edgeenergy.options_spec import (
 
 RUN_TIMEOUT_S = 120
 
-READ_BY_AB = {"board", "root", "sim_load", "lock_timeout_s"}
-"""Options ab reads itself (the one board and the lock wait)."""
+READ_BY_AB = {"board", "root", "sim_load", "lock_timeout_s", "repeats"}
+"""Options ab reads itself (the one board, the lock wait, the repeats it spreads over rounds)."""
 PASSED_ON = {
     "interval_ms",
     "source",
@@ -52,6 +52,19 @@ PASSED_ON = {
     "dry_run",
     "force_mode",
     "settle_s",
+    "items",
+    "warmup",
+    "min_window_s",
+    "quick",
+    "workload",
+    "runtime",
+    "precision",
+    "scenario",
+    "rate",
+    "latency_bound_s",
+    "workload_python",
+    "workload_prefix",
+    "workload_timeout",
 }
 """Options every session of both sides gets as given: they say what and how to measure."""
 

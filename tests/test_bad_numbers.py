@@ -26,33 +26,16 @@ from hypothesis import strategies as st
 
 from pytest_edgeenergy import plugin
 from pytest_edgeenergy.commands import _parser
-from pytest_edgeenergy.plugin.bench_options import BENCH_OPTIONS
-from pytest_edgeenergy.plugin.options import (
-    CONTROL_OPTIONS,
-    GATE_OPTIONS,
-    GRID_OPTIONS,
-    OPTIONS,
-    SEARCH_OPTIONS,
-    Option,
-    SettingsError,
-    Value,
-    checked,
-    parse_batch_sizes,
-)
+from pytest_edgeenergy.options_spec import ALL_OPTIONS as DESCRIBED
+from pytest_edgeenergy.options_spec import CONTROL_OPTIONS, Option
+from pytest_edgeenergy.plugin.options import SettingsError, Value, parse_batch_sizes, parsed
 from pytest_edgeenergy.ranges import FloatRange, IntRange, shown
 from pytest_edgeenergy.sim.tree import create
 
 BIN = Path(sys.executable).parent
 CLI = BIN / "edgeenergy"
 RUN_TIMEOUT_S = 60.0
-ALL_OPTIONS: list[Option] = [
-    *OPTIONS.values(),
-    *GRID_OPTIONS.values(),
-    *CONTROL_OPTIONS.values(),
-    *GATE_OPTIONS.values(),
-    *SEARCH_OPTIONS.values(),
-    *BENCH_OPTIONS.values(),
-]
+ALL_OPTIONS: list[Option] = list(DESCRIBED.values())
 FLOAT_OPTIONS = [o for o in ALL_OPTIONS if isinstance(o.allowed, FloatRange)]
 INT_OPTIONS = [o for o in ALL_OPTIONS if isinstance(o.allowed, IntRange)]
 
@@ -316,10 +299,10 @@ def test_a_float_option_takes_exactly_its_range(opt: Option, x: float) -> None:
     inside = math.isfinite(x) and above and x <= allowed.high
     v = Value(repr(x), _origin(opt))
     if inside:
-        assert checked(v, allowed) == x
+        assert parsed(opt, v) == x
         return
     with pytest.raises(SettingsError) as info:
-        checked(v, allowed)
+        parsed(opt, v)
     assert str(info.value) == f"{opt.env} (environment): {repr(x)!r} must be {allowed.bounds}"
 
 
@@ -330,10 +313,10 @@ def test_a_whole_number_option_takes_exactly_its_range(opt: Option, n: int) -> N
     assert isinstance(allowed, IntRange)
     v = Value(str(n), _origin(opt))
     if allowed.low <= n <= allowed.high:
-        assert checked(v, allowed) == n
+        assert parsed(opt, v) == n
         return
     with pytest.raises(SettingsError) as info:
-        checked(v, allowed)
+        parsed(opt, v)
     assert str(info.value) == f"{opt.env} (environment): {shown(str(n))} must be {allowed.bounds}"
 
 
@@ -341,7 +324,7 @@ def test_a_whole_number_option_takes_exactly_its_range(opt: Option, n: int) -> N
 def test_a_whole_number_option_refuses_fractions(opt: Option, x: float) -> None:
     assert isinstance(opt.allowed, IntRange)
     with pytest.raises(SettingsError) as info:
-        checked(Value(repr(x), _origin(opt)), opt.allowed)
+        parsed(opt, Value(repr(x), _origin(opt)))
     assert f"is not a whole number; allowed: {opt.allowed.describe()}" in str(info.value)
 
 
@@ -349,7 +332,7 @@ def test_a_whole_number_option_refuses_fractions(opt: Option, x: float) -> None:
 def test_any_text_is_a_number_in_range_or_a_message(opt: Option, text: str) -> None:
     assert opt.allowed is not None
     try:
-        x = checked(Value(text, _origin(opt)), opt.allowed)
+        x = parsed(opt, Value(text, _origin(opt)))
     except SettingsError as e:
         message = str(e)
         assert message.startswith(f"{opt.env} (environment): ")
@@ -363,7 +346,7 @@ def test_a_long_value_is_not_echoed_whole() -> None:
     opt = CONTROL_OPTIONS["settle_s"]
     assert opt.allowed is not None
     with pytest.raises(SettingsError) as info:
-        checked(Value("[" * 100_000, _origin(opt)), opt.allowed)
+        parsed(opt, Value("[" * 100_000, _origin(opt)))
     assert str(info.value) == (
         "EDGEENERGY_SETTLE_S (environment): '" + "[" * 35 + "...' is not a number; "
         "allowed: a finite number >= 0 and <= 600 s"
@@ -384,7 +367,7 @@ def test_the_ends_of_the_ranges(flag: str, accepted: list[str], refused: list[st
     (opt,) = [o for o in ALL_OPTIONS if o.flag == flag]
     assert opt.allowed is not None
     for text in accepted:
-        checked(Value(text, _origin(opt)), opt.allowed)
+        parsed(opt, Value(text, _origin(opt)))
     for text in refused:
         with pytest.raises(SettingsError):
-            checked(Value(text, _origin(opt)), opt.allowed)
+            parsed(opt, Value(text, _origin(opt)))

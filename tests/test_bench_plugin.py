@@ -6,14 +6,9 @@ import json
 
 import pytest
 
-from pytest_edgeenergy.plugin.bench_options import (
-    BENCH_OPTIONS,
-    DEFAULT,
-    BenchSettingsError,
-    build,
-    selected,
-)
-from pytest_edgeenergy.plugin.options import SettingsError
+from pytest_edgeenergy.bench.settings import DEFAULT
+from pytest_edgeenergy.options_spec import BENCH_OPTIONS
+from pytest_edgeenergy.plugin.options import SettingsError, build_bench
 
 
 @pytest.fixture
@@ -29,17 +24,17 @@ def conf(pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> pytest.Pyt
 
 
 def test_defaults(conf: pytest.Pytester) -> None:
-    assert build(conf.parseconfig()) == DEFAULT
+    assert build_bench(conf.parseconfig()) == DEFAULT
     assert DEFAULT.items == 3200 and DEFAULT.repeats == 10
 
 
 def test_precedence_cli_env_ini(conf: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> None:
     conf.makeini("[pytest]\nedge_items = 100\nedge_repeats = 4\n")
-    s = build(conf.parseconfig())
+    s = build_bench(conf.parseconfig())
     assert (s.items, s.repeats) == (100, 4)
     clean_env.setenv("EDGEENERGY_ITEMS", "200")
-    assert build(conf.parseconfig()).items == 200
-    s = build(conf.parseconfig("--edge-items=300", "--edge-min-window-s=0.25"))
+    assert build_bench(conf.parseconfig()).items == 200
+    s = build_bench(conf.parseconfig("--edge-items=300", "--edge-min-window-s=0.25"))
     assert (s.items, s.repeats, s.min_window_s) == (300, 4, 0.25)
 
 
@@ -65,37 +60,34 @@ def test_errors_name_their_source(
     conf.makeini(f"[pytest]\n{ini}\n")
     for k, v in env.items():
         clean_env.setenv(k, v)
-    with pytest.raises(BenchSettingsError) as info:
-        build(conf.parseconfig(*args))
+    with pytest.raises(SettingsError) as info:  # the plugin turns these into UsageError
+        build_bench(conf.parseconfig(*args))
     assert message in str(info.value)
-    assert isinstance(info.value, SettingsError)  # the plugin turns these into UsageError
 
 
 def test_quick_replaces_defaults_only(conf: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> None:
-    s = build(conf.parseconfig("--edge-quick"))
+    s = build_bench(conf.parseconfig("--edge-quick"))
     assert s.quick and s.items is None and (s.repeats, s.warmup, s.min_window_s) == (2, 1, 0.1)
     assert s.items_for(16) == 32  # two calls' worth
-    s = build(conf.parseconfig("--edge-quick", "--edge-repeats=5", "--edge-items=7"))
+    s = build_bench(conf.parseconfig("--edge-quick", "--edge-repeats=5", "--edge-items=7"))
     assert (s.repeats, s.items, s.items_for(16)) == (5, 7, 7)
     clean_env.setenv("EDGEENERGY_QUICK", "yes")
-    assert build(conf.parseconfig()).quick
+    assert build_bench(conf.parseconfig()).quick
 
 
 def test_workload_filter(conf: pytest.Pytester) -> None:
     config = conf.parseconfig("--workload", "ResNet18, mobilenet*")
-    assert build(config).workloads == ("resnet18", "mobilenet*")
-    assert selected("resnet18", config)
-    assert selected("MobileNet-V2", config)
-    assert not selected("resnet50", config)
-    assert selected("anything", conf.parseconfig())
+    s = build_bench(config)
+    assert s.workloads == ("resnet18", "mobilenet*")
+    assert s.selects("resnet18") and s.selects("MobileNet-V2") and not s.selects("resnet50")
+    assert build_bench(conf.parseconfig()).selects("anything")
 
 
 def test_workload_filter_reads_dashes_and_dots_as_underscores(conf: pytest.Pytester) -> None:
     config = conf.parseconfig("--workload", "mistral-7b,TinyLlama-1.1B")
-    assert selected("mistral_7b", config)
-    assert selected("tinyllama_1_1b", config)
-    assert not selected("mistral_7b_instruct", config)
-    assert not selected("llama2_7b", config)
+    s = build_bench(config)
+    assert s.selects("mistral_7b") and s.selects("tinyllama_1_1b")
+    assert not s.selects("mistral_7b_instruct") and not s.selects("llama2_7b")
 
 
 TEST_FILE = """

@@ -12,27 +12,21 @@ from pathlib import Path
 import pytest
 
 from pytest_edgeenergy.bench.runner import MAX_CALLS_PER_REPEAT, EdgeBench, plan_calls
-from pytest_edgeenergy.plugin.bench_options import BenchSettings
-from pytest_edgeenergy.plugin.options import Settings
-from pytest_edgeenergy.plugin.session import PluginSession
+from pytest_edgeenergy.bench.settings import BenchSettings
 from pytest_edgeenergy.present.bench_summary import summary_rows
+from pytest_edgeenergy.run import EnergySession
 
 SETTINGS = BenchSettings(items=8, repeats=2, warmup=2, min_window_s=0.1)
 DATA = b"x" * 256
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PluginSession]:
-    es = PluginSession(
-        Settings(
-            sim_model="orin-nano",
-            root=None,
-            interval_s=0.01,
-            source="auto",
-            report=tmp_path_factory.mktemp("report") / "r.json",  # never the repo's reports/
-            idle_s=0.3,
-            requested=True,
-        )
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnergySession]:
+    es = EnergySession(
+        "sim:orin-nano",
+        report=tmp_path_factory.mktemp("report") / "r.json",  # never the repo's reports/
+        interval_s=0.01,
+        idle_s=0.3,
     )
     es.open()
     try:
@@ -42,7 +36,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PluginSession]
 
 
 @pytest.fixture
-def bench(session: PluginSession, request: pytest.FixtureRequest) -> EdgeBench:
+def bench(session: EnergySession, request: pytest.FixtureRequest) -> EdgeBench:
     return EdgeBench(session, request.node.nodeid, SETTINGS)
 
 
@@ -72,7 +66,7 @@ def test_plan_calls() -> None:
     assert plan_calls(4, [0.0], 1.0)[0] == MAX_CALLS_PER_REPEAT  # capped, no division by 0
 
 
-def test_fixed_work_per_repeat(bench: EdgeBench, session: PluginSession) -> None:
+def test_fixed_work_per_repeat(bench: EdgeBench, session: EnergySession) -> None:
     fn = Counter(sleep_s=0.02)  # 4 calls = 80 ms, above the meter's minimum: no calibration
     r = bench.run(fn, items_per_call=3, items=10, repeats=3, min_window_s=0.0)
     assert r.calibration is None
@@ -177,7 +171,7 @@ def test_setup_runs_before_warmup_and_each_repeat(bench: EdgeBench) -> None:
     assert events == ["setup", "call", "setup", "call", "call", "setup", "call", "call"]
 
 
-def test_extra_info_of_a_benchmark_object(session: PluginSession) -> None:
+def test_extra_info_of_a_benchmark_object(session: EnergySession) -> None:
     class FakeBenchmark:
         def __init__(self) -> None:
             self.extra_info: dict[str, object] = {}
@@ -194,7 +188,7 @@ def test_extra_info_of_a_benchmark_object(session: PluginSession) -> None:
     assert bm.extra_info["load.energy_j"] == phase.energy_j
 
 
-def test_phase_measures_one_window(bench: EdgeBench, session: PluginSession) -> None:
+def test_phase_measures_one_window(bench: EdgeBench, session: EnergySession) -> None:
     def load() -> str:
         time.sleep(0.15)
         return "model"
@@ -211,7 +205,7 @@ def test_phase_measures_one_window(bench: EdgeBench, session: PluginSession) -> 
     assert "load.energy_j" in bench.report()["metrics"]
 
 
-def test_progress_lines(session: PluginSession) -> None:
+def test_progress_lines(session: EnergySession) -> None:
     lines: list[str] = []
     b = EdgeBench(session, "t::p", SETTINGS, progress=lines.append, progress_always=True)
     b.run(sha, items_per_call=1, items=3, warmup=0, repeats=3, calibrate=False)
@@ -243,7 +237,7 @@ def test_bad_arguments_are_named(bench: EdgeBench) -> None:
         bench.run(sha, items_per_call=1, min_window_s=float("nan"))
 
 
-def test_preflight_skips_what_will_not_fit(bench: EdgeBench, session: PluginSession) -> None:
+def test_preflight_skips_what_will_not_fit(bench: EdgeBench, session: EnergySession) -> None:
     assert session.root is not None
     meminfo: Path = session.root / "proc/meminfo"
     original = meminfo.read_text()

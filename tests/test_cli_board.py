@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_edgeenergy.commands import main
-from pytest_edgeenergy.plugin.options import SIM_MODELS
+from pytest_edgeenergy.options_spec import SIM_MODELS
 from pytest_edgeenergy.sim.truth import read_truth
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "edgeenergy"

@@ -14,10 +14,9 @@ import pytest
 from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.commands import main
-from pytest_edgeenergy.plugin.options import Settings
-from pytest_edgeenergy.plugin.session import PluginSession
 from pytest_edgeenergy.present.summary import summary_lines
 from pytest_edgeenergy.report.load import ReportError, load_report
+from pytest_edgeenergy.run import EnergySession
 from pytest_edgeenergy.run.records import TestEnergy as Record
 from pytest_edgeenergy.sim.runner import LOAD_OVERRIDE, SimProcess
 from pytest_edgeenergy.sim.tree import create
@@ -154,16 +153,16 @@ def test_corrupt_json_messages_end_complete(tmp_path: Path) -> None:
 
 
 def test_summary_counts_one_test_in_the_singular() -> None:
-    es = PluginSession(Settings(None, None, 0.01, "auto", None, 0.0, requested=False))
-    es.engine.tests["t.py::test_a"] = Record("t.py::test_a", status="skipped")
+    es = EnergySession(report=False)
+    es.tests["t.py::test_a"] = Record("t.py::test_a", status="skipped")
     # an edge_bench test counts there when it has a run in the benchmark table
-    es.engine.tests["t.py::test_b"] = Record(
+    es.tests["t.py::test_b"] = Record(
         "t.py::test_b", status="passed", metrics={}, extra={"runs": [{"label": "steady"}]}
     )
     lines = summary_lines(es)
     assert "1 test skipped before measuring (reasons: pytest -rs)" in lines
     assert "1 test measured with edge_bench: 1 run, one row in the benchmark table below" in lines
-    es.engine.tests["t.py::test_c"] = Record("t.py::test_c", status="skipped")
+    es.tests["t.py::test_c"] = Record("t.py::test_c", status="skipped")
     assert "2 tests skipped before measuring (reasons: pytest -rs)" in summary_lines(es)
 
 

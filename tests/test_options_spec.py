@@ -25,17 +25,20 @@ from pytest_edgeenergy.commands.search import _parser as search_parser
 from pytest_edgeenergy.errors import InvalidValue
 from pytest_edgeenergy.options_spec import (
     ALL_OPTIONS,
+    BENCH_OPTIONS,
     CONTROL_OPTIONS,
     GATE_OPTIONS,
     GRID_OPTIONS,
     OPTIONS,
     SEARCH_OPTIONS,
     SIM_MODELS,
+    BoardTarget,
     Option,
     add_arguments,
     parse_board,
 )
 from pytest_edgeenergy.plugin import options as plugin_options
+from pytest_edgeenergy.run import EnergySession
 from pytest_edgeenergy.search.objective import OBJECTIVES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -86,15 +89,10 @@ def _words(text: str) -> str:
 
 
 def test_the_plugin_reads_the_same_tables() -> None:
-    """plugin/options.py keeps no table of its own: its names are the description's."""
-    assert plugin_options.OPTIONS is OPTIONS
-    assert plugin_options.GRID_OPTIONS is GRID_OPTIONS
-    assert plugin_options.CONTROL_OPTIONS is CONTROL_OPTIONS
-    assert plugin_options.GATE_OPTIONS is GATE_OPTIONS
-    assert plugin_options.SEARCH_OPTIONS is SEARCH_OPTIONS
-    assert len(ALL_OPTIONS) == sum(
-        map(len, (OPTIONS, GRID_OPTIONS, CONTROL_OPTIONS, GATE_OPTIONS, SEARCH_OPTIONS))
-    ), "keys are unique across the tables"
+    """plugin/options.py keeps no table of its own: it names each described option."""
+    assert set(plugin_options.DESTS) == set(ALL_OPTIONS)
+    tables = (OPTIONS, GRID_OPTIONS, CONTROL_OPTIONS, GATE_OPTIONS, SEARCH_OPTIONS, BENCH_OPTIONS)
+    assert len(ALL_OPTIONS) == sum(map(len, tables)), "keys are unique across the tables"
 
 
 @pytest.mark.parametrize(
@@ -131,6 +129,18 @@ def test_help_texts_are_the_same_on_both_sides(pytester: pytest.Pytester) -> Non
             assert _unnamed(opt.shared_help("pytest"), "pytest") == _unnamed(
                 cli_help.removesuffix(f"; {(opt.notes or {}).get('cli', '')}"), "cli"
             ), key
+
+
+def test_every_flag_names_its_environment_variable_and_ini_key(pytester: pytest.Pytester) -> None:
+    """Each option, the edge_bench fixture's included, is registered from the one description:
+    its help says where else it may be given."""
+    shown = pytester.runpytest_inprocess("--help").stdout.str()
+    group = shown.split("energy measurement on Jetson boards:\n")[1].split("\n\n")[0]
+    entries = [_words(e) for e in re.split(r"\n  (?=--)", group.strip("\n"))]
+    assert len(entries) == len(ALL_OPTIONS)
+    for entry in entries:
+        (opt,) = [o for o in ALL_OPTIONS.values() if entry.split()[0].split("=")[0] == o.flag]
+        assert entry.endswith(f"(env {opt.env}, ini {opt.ini})"), entry
 
 
 def _unnamed(text: str, front: str) -> str:
@@ -173,10 +183,21 @@ def test_add_arguments_builds_every_kind() -> None:
     args = parser.parse_args(
         ["--board", "sim:thor", "--gpu-freq", "min", "--gpu-freq", "max", "--sim-load", "0.3"]
     )
-    assert args.board == "sim:thor" and args.root == Path("/") and args.interval_ms == 10.0
+    assert args.board == BoardTarget(sim_model="thor")  # read once, into the typed target
+    assert args.root == Path("/") and args.interval_ms == 10.0
     assert args.source == "auto" and args.sim_load == 0.3 and args.gpu_freq == ["min", "max"]
     assert args.report_overwrite is False
     assert parser.parse_args(["--sim-load", "host"]).sim_load is None
+
+
+def test_the_board_is_read_once_and_passed_down(pytester: pytest.Pytester) -> None:
+    """pytest's --edge-board and edgeenergy's --board give the same typed target, which the
+    engine takes as it is (no text rebuilt in between)."""
+    target = plugin_options.build(pytester.parseconfig("--edge-board=sim:thor")).board
+    cli = argparse.ArgumentParser()
+    add_arguments(cli, ["board"])
+    assert cli.parse_args(["--board", "sim:thor"]).board == target == parse_board("sim:thor")
+    assert EnergySession(target, report=False).target is target
 
 
 @pytest.mark.parametrize(
@@ -202,12 +223,12 @@ def test_a_bad_value_is_the_commands_usage_error(
 @given(st.text(max_size=30))
 def test_parse_board_accepts_only_auto_and_sim_models(text: str) -> None:
     try:
-        model = parse_board(text)
+        target = parse_board(text)
     except InvalidValue as e:
         assert text != "auto" and not (text.startswith("sim:") and text[4:] in SIM_MODELS)
         assert "is not a board; use 'auto' or 'sim:MODEL'" in str(e)
         return
-    assert (text == "auto" and model is None) or text == f"sim:{model}"
+    assert target.root is None and target.text == text
 
 
 # -- the manual's reference agrees with the description ------------------------------------------

@@ -27,7 +27,6 @@ INERT_MODULES = {
     "pytest_edgeenergy.handoff",  # the board lock's hand-off: is this a session of ab? (stdlib)
     "pytest_edgeenergy.options_spec",  # every option's one description (stdlib only)
     "pytest_edgeenergy.plugin",
-    "pytest_edgeenergy.plugin.bench_options",
     "pytest_edgeenergy.plugin.options",
     "pytest_edgeenergy.plugin.session",
     "pytest_edgeenergy.ranges",  # the options' allowed ranges (stdlib only)

@@ -36,12 +36,13 @@ HEAVY = {HEAVY_MODULES!r}
 
 def pytest_sessionfinish(session):
     es = session.config.stash.get(SESSION_KEY, None)
+    engine = None if es is None else es.engine_if_made
     state = {{
         "session": es is not None,
-        "board": None if es is None else es.board is not None,
-        "meter": None if es is None else es.meter is not None,
-        "root": None if es is None or es.root is None else str(es.root),
-        "tests": None if es is None else sorted(es.tests),
+        "board": None if es is None else engine is not None and engine.board is not None,
+        "meter": None if es is None else engine is not None and engine.meter is not None,
+        "root": None if engine is None or engine.root is None else str(engine.root),
+        "tests": None if es is None else sorted(engine.tests if engine is not None else ()),
         "heavy": sorted(m for m in HEAVY if m in sys.modules),
     }}
     (session.config.rootpath / "probe.json").write_text(json.dumps(state))
@@ -83,6 +84,15 @@ def host_has_rails() -> bool:
     from pytest_edgeenergy.board.detect import detect
 
     return bool(detect(Path("/")).rails.rails)
+
+
+def test_the_plugin_session_reaches_the_engine_instead_of_passing_it_through() -> None:
+    """What the engine knows (board, meter, records, report) is read of the engine: the
+    adapter keeps no property of its own but the engine itself."""
+    from pytest_edgeenergy.plugin.session import PluginSession
+
+    properties = {name for name, v in vars(PluginSession).items() if isinstance(v, property)}
+    assert properties == {"engine", "engine_if_made"}
 
 
 def test_inert_without_options_or_energy_fixture(pytester: pytest.Pytester) -> None:

@@ -185,6 +185,8 @@ def test_flag_from_environment_must_be_a_yes_or_no_word(
     monkeypatch.setenv("EDGEENERGY_DRY_RUN", "maybe")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*EDGEENERGY_DRY_RUN (environment)*maybe*1/0, true/false*"])
+    result.stderr.fnmatch_lines(
+        ["*EDGEENERGY_DRY_RUN (environment): 'maybe' is not a yes/no value; use one of 1, true,*"]
+    )
     monkeypatch.setenv("EDGEENERGY_DRY_RUN", "no")
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from wrapped_text import unwrapped_lines
 
-from pytest_edgeenergy.plugin.options import Settings
-from pytest_edgeenergy.plugin.session import PluginSession
+from pytest_edgeenergy.run import EnergySession
 from pytest_edgeenergy.run.warnings import IDLE_SPREAD_MAX, run_warnings
 from pytest_edgeenergy.sim.runner import LOAD_OVERRIDE, SimProcess
 from pytest_edgeenergy.sim.tree import create
@@ -103,7 +102,7 @@ def test_net_energy_below_zero_flags_the_idle_baseline(
 
 
 @pytest.fixture
-def toggled_idle(board: Path) -> Iterator[PluginSession]:
+def toggled_idle(board: Path) -> Iterator[EnergySession]:
     """A session whose idle baseline was measured while the board's load kept swinging
     between none and full (an animated tree, its load pinned by turns)."""
     override = board / LOAD_OVERRIDE
@@ -116,9 +115,7 @@ def toggled_idle(board: Path) -> Iterator[PluginSession]:
             level ^= 1
             override.write_text(f"{level}\n")
 
-    es = PluginSession(
-        Settings(None, board, 0.01, "auto", board.parent / "r.json", 1.0, requested=True)
-    )
+    es = EnergySession(board, report=board.parent / "r.json", interval_s=0.01, idle_s=1.0)
     with SimProcess(board):
         thread = threading.Thread(target=toggle)
         thread.start()
@@ -133,7 +130,7 @@ def toggled_idle(board: Path) -> Iterator[PluginSession]:
             es.close()
 
 
-def test_an_idle_baseline_that_swings_is_not_idle(toggled_idle: PluginSession) -> None:
+def test_an_idle_baseline_that_swings_is_not_idle(toggled_idle: EnergySession) -> None:
     idle = toggled_idle.idle
     assert idle is not None and idle.power_w is not None and idle.spread_w is not None
     assert idle.spread_w > IDLE_SPREAD_MAX * idle.power_w
@@ -144,9 +141,7 @@ def test_an_idle_baseline_that_swings_is_not_idle(toggled_idle: PluginSession) -
 
 def test_a_steady_idle_baseline_is_idle(board: Path) -> None:
     (board / LOAD_OVERRIDE).write_text("0\n")
-    es = PluginSession(
-        Settings(None, board, 0.01, "auto", board.parent / "r.json", 0.5, requested=True)
-    )
+    es = EnergySession(board, report=board.parent / "r.json", interval_s=0.01, idle_s=0.5)
     with SimProcess(board):
         es.open()
         try:

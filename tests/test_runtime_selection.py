@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_edgeenergy.bench.settings import PRECISIONS, RUNTIMES
-from pytest_edgeenergy.plugin.bench_options import BENCH_OPTIONS, BenchSettingsError, build
+from pytest_edgeenergy.options_spec import BENCH_OPTIONS
+from pytest_edgeenergy.plugin.options import SettingsError, build_bench
 from pytest_edgeenergy.workloads.modes import PRECISIONS as INFERENCE_PRECISIONS
 from pytest_edgeenergy.workloads.runtimes import RUNTIME_PRECISIONS
 
@@ -83,11 +84,11 @@ def test_precision_filter_is_generic_on_the_parameter(conf: pytest.Pytester) -> 
 
 def test_cli_beats_env_beats_ini(conf: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     conf.makeini("[pytest]\nedge_runtime = tensorrt\nedge_precision = int8\n")
-    s = build(conf.parseconfig())
+    s = build_bench(conf.parseconfig())
     assert (s.runtimes, s.precisions) == (("tensorrt",), ("int8",))
     monkeypatch.setenv("EDGEENERGY_RUNTIME", "onnxruntime")
-    assert build(conf.parseconfig()).runtimes == ("onnxruntime",)
-    s = build(conf.parseconfig("--runtime=torch, torch", "--precision=FP16"))
+    assert build_bench(conf.parseconfig()).runtimes == ("onnxruntime",)
+    s = build_bench(conf.parseconfig("--runtime=torch, torch", "--precision=FP16"))
     assert (s.runtimes, s.precisions) == (("torch",), ("fp16",))
 
 
@@ -118,8 +119,8 @@ def test_unknown_name_is_a_usage_error_listing_the_allowed(
 ) -> None:
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    with pytest.raises(BenchSettingsError, match="allowed"):
-        build(conf.parseconfig(*args))
+    with pytest.raises(SettingsError, match="allowed"):
+        build_bench(conf.parseconfig(*args))
     result = conf.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}*"])

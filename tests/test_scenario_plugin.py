@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_edgeenergy.plugin.bench_options import BenchSettingsError, build
+from pytest_edgeenergy.plugin.options import SettingsError, build_bench
 
 RATE = 4.0
 """Periods of 250 ms: a 10 ms query misses one only when this machine wakes it 240 ms late, later
@@ -258,8 +258,8 @@ def test_search_takes_the_deadline_as_its_latency_budget(pytester: pytest.Pytest
 def test_bad_scenario_options_name_the_option(
     pytester: pytest.Pytester, args: list[str], message: str
 ) -> None:
-    with pytest.raises(BenchSettingsError) as info:
-        build(pytester.parseconfig(*args))
+    with pytest.raises(SettingsError) as info:
+        build_bench(pytester.parseconfig(*args))
     assert message in str(info.value)
 
 
@@ -279,9 +279,9 @@ def test_ini_scenario_and_cli_precedence(pytester: pytest.Pytester) -> None:
     pytester.makeini(
         "[pytest]\nedge_scenario = server\nedge_rate = 8\nedge_latency_bound_s = 0.2\n"
     )
-    s = build(pytester.parseconfig()).scenario
+    s = build_bench(pytester.parseconfig()).scenario
     assert (s.name, s.rate_hz, s.latency_bound_s) == ("server", 8.0, 0.2)
-    s = build(pytester.parseconfig("--edge-scenario=fixed-rate", "--edge-rate=30")).scenario
+    s = build_bench(pytester.parseconfig("--edge-scenario=fixed-rate", "--edge-rate=30")).scenario
     assert (s.name, s.rate_hz, s.deadline_s) == ("fixed-rate", 30.0, 0.2)
 
 

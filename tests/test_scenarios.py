@@ -143,8 +143,7 @@ RATE_FROM = "--edge-rate (command line)"
 
 
 def _parse(name: str, rate: str | None, bound: str | None = None) -> Scenario:
-    from pytest_edgeenergy.plugin.bench_options import parse_scenario
-    from pytest_edgeenergy.plugin.options import Value
+    from pytest_edgeenergy.plugin.options import Value, parse_scenario
 
     return parse_scenario(
         Value(name, "EDGEENERGY_SCENARIO (environment)"),
@@ -168,8 +167,8 @@ def test_rates_and_bounds_round_trip_through_the_options(rate: float, bound: flo
     | st.sampled_from(["nan", "inf", "-inf", "", "30/s", "thirty"])
 )
 def test_a_rate_that_is_not_a_positive_number_names_the_option(text: str) -> None:
-    from pytest_edgeenergy.plugin.bench_options import BenchSettingsError
+    from pytest_edgeenergy.plugin.options import SettingsError
 
-    with pytest.raises(BenchSettingsError, match=r"^--edge-rate \(command line\): ") as info:
+    with pytest.raises(SettingsError, match=r"^--edge-rate \(command line\): ") as info:
         _parse("server", text, "0.1")
     assert "queries per second" in str(info.value)

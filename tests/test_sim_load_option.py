@@ -10,7 +10,7 @@ from pathlib import Path
 from pytest_edgeenergy.plugin import SESSION_KEY
 
 def test_probe(energy, request):
-    root = request.config.stash[SESSION_KEY].board.root
+    root = request.config.stash[SESSION_KEY].engine.root
     override = (Path(root) / "{path}").read_text().strip()
     print("LOAD_OVERRIDE=" + override)
 """

@@ -22,8 +22,7 @@ from pytest_edgeenergy.bench.runner import (
     extend_calls,
 )
 from pytest_edgeenergy.bench.settings import BenchSettings
-from pytest_edgeenergy.plugin.options import Settings
-from pytest_edgeenergy.plugin.session import PluginSession
+from pytest_edgeenergy.run import EnergySession
 
 SETTINGS = BenchSettings(items=1, repeats=2, warmup=2, min_window_s=0.2)
 SLOW_S = 0.5
@@ -33,17 +32,12 @@ FAST_S = 0.002
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PluginSession]:
-    es = PluginSession(
-        Settings(
-            sim_model="orin-nano",
-            root=None,
-            interval_s=0.01,
-            source="auto",
-            report=tmp_path_factory.mktemp("report") / "r.json",
-            idle_s=0.3,
-            requested=True,
-        )
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnergySession]:
+    es = EnergySession(
+        "sim:orin-nano",
+        report=tmp_path_factory.mktemp("report") / "r.json",
+        interval_s=0.01,
+        idle_s=0.3,
     )
     es.open()
     try:
@@ -76,7 +70,7 @@ def test_extend_calls_scales_from_the_short_repeat() -> None:
     assert extend_calls(MAX_CALLS_PER_REPEAT, 0.1, None, 1.0) == MAX_CALLS_PER_REPEAT
 
 
-def test_a_repeat_faster_than_the_warmup_is_extended_and_valid(session: PluginSession) -> None:
+def test_a_repeat_faster_than_the_warmup_is_extended_and_valid(session: EnergySession) -> None:
     bench = EdgeBench(session, "t::faster", SETTINGS)
     fn = FasterAfterWarmup(slow_calls=SETTINGS.warmup)
     r = bench.run(fn, items_per_call=3)
@@ -106,7 +100,7 @@ def test_a_repeat_faster_than_the_warmup_is_extended_and_valid(session: PluginSe
     assert labels[0] == "steady 1/2" and labels[-1].startswith("steady 2/2 (extended ")
 
 
-def test_setup_runs_before_every_window_of_every_attempt(session: PluginSession) -> None:
+def test_setup_runs_before_every_window_of_every_attempt(session: EnergySession) -> None:
     bench = EdgeBench(session, "t::setup", SETTINGS)
     fn = FasterAfterWarmup(slow_calls=SETTINGS.warmup)
     setups = 0
@@ -122,7 +116,7 @@ def test_setup_runs_before_every_window_of_every_attempt(session: PluginSession)
     assert setups == 1 + windows  # before the warm-up, then before each window
 
 
-def test_calibrate_false_keeps_the_short_window_invalid(session: PluginSession) -> None:
+def test_calibrate_false_keeps_the_short_window_invalid(session: EnergySession) -> None:
     bench = EdgeBench(session, "t::fixed", SETTINGS)
     fn = FasterAfterWarmup(slow_calls=SETTINGS.warmup)
     r = bench.run(fn, items_per_call=1, calibrate=False)
@@ -130,7 +124,7 @@ def test_calibrate_false_keeps_the_short_window_invalid(session: PluginSession) 
     assert r.calls_per_repeat == 1 and fn.calls == 2 + 2
 
 
-def test_extension_without_warmup(session: PluginSession) -> None:
+def test_extension_without_warmup(session: EnergySession) -> None:
     """No warm-up: nothing to calibrate from, so the first windows are what is learnt from."""
     bench = EdgeBench(session, "t::nowarm", SETTINGS)
     r = bench.run(lambda: time.sleep(FAST_S), items_per_call=1, warmup=0)

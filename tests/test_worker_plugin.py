@@ -15,7 +15,7 @@ import pytest
 from test_pinning_plugin import changed, tree_digest
 from worker_pythons import old_python, write_user_workloads
 
-from pytest_edgeenergy.plugin.bench_options import BenchSettingsError, build
+from pytest_edgeenergy.plugin.options import SettingsError, build_bench
 from pytest_edgeenergy.sim.tree import create
 
 BOARD = ("--edge-board=sim:orin-nano", "--edge-idle-s=0", "--edge-sim-load=0.3")
@@ -48,15 +48,15 @@ def _report(pytester: pytest.Pytester) -> dict[str, Any]:
 
 def test_options_are_read_and_checked(pytester: pytest.Pytester) -> None:
     python = str(old_python("3.8"))
-    s = build(pytester.parseconfig(f"--edge-workload-python={python}")).placement
+    s = build_bench(pytester.parseconfig(f"--edge-workload-python={python}")).placement
     assert s.out_of_process and s.argv() == [python] and s.timeout_s == 600
-    s = build(
+    s = build_bench(
         pytester.parseconfig(
             "--edge-workload-prefix=env -i 'A=my image'", "--edge-workload-timeout=30"
         )
     ).placement
     assert s.prefix == ("env", "-i", "A=my image") and s.timeout_s == 30
-    assert build(pytester.parseconfig()).placement.out_of_process is False
+    assert build_bench(pytester.parseconfig()).placement.out_of_process is False
 
 
 @pytest.mark.parametrize(
@@ -77,8 +77,8 @@ def test_options_are_read_and_checked(pytester: pytest.Pytester) -> None:
     ],
 )
 def test_bad_options_are_one_line(pytester: pytest.Pytester, args: list[str], message: str) -> None:
-    with pytest.raises(BenchSettingsError) as info:
-        build(pytester.parseconfig(*args))
+    with pytest.raises(SettingsError) as info:
+        build_bench(pytester.parseconfig(*args))
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
@@ -93,11 +93,11 @@ def test_a_bad_option_stops_the_run_before_any_test(pytester: pytest.Pytester) -
 
 def test_behind_a_prefix_the_interpreter_is_the_prefixs(pytester: pytest.Pytester) -> None:
     """Behind a prefix (a container) the interpreter is not looked for here."""
-    s = build(
+    s = build_bench(
         pytester.parseconfig("--edge-workload-prefix=env -i", "--edge-workload-python=python3.8")
     ).placement
     assert s.argv() == ["env", "-i", "python3.8"]
-    s = build(pytester.parseconfig("--edge-workload-prefix=env -i")).placement
+    s = build_bench(pytester.parseconfig("--edge-workload-prefix=env -i")).placement
     assert s.argv() == ["env", "-i", "python3"]
 
 

@@ -25,9 +25,8 @@ from pathlib import Path
 
 from ..bench.settings import DEFAULT as DEFAULT_BENCH
 from ..bench.settings import REPEATS
-from ..board.generations import MODEL_NAMES
 from ..errors import InvalidValue
-from ..options_spec import AB_REFUSED, ALL_OPTIONS, ab_refused_argument
+from ..options_spec import AB_REFUSED, ALL_OPTIONS, ab_refused_argument, parse_board
 from ..ranges import FloatRange, shown
 from . import AbError
 
@@ -158,16 +157,13 @@ def _refuse(argv: Sequence[str], origin: str) -> None:
 
 
 def _sim_model(given: tuple[str, str] | None) -> str | None:
-    if given is None or given[0] == "auto":
+    if given is None:
         return None
     text, origin = given
-    kind, _, model = text.partition(":")
-    if kind != "sim" or model not in MODEL_NAMES:
-        raise AbError(
-            f"{origin}: {shown(text)} is not a board; use 'auto' or 'sim:MODEL' with MODEL "
-            f"one of {', '.join(MODEL_NAMES)}"
-        )
-    return model
+    try:
+        return parse_board(text).sim_model
+    except InvalidValue as e:
+        raise AbError(f"{origin}: {e}") from None
 
 
 def _sim_load(given: tuple[str, str] | None) -> float | None:

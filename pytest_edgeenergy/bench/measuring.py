@@ -1,7 +1,7 @@
 """What ``edge_bench`` needs from the measuring session that runs it.
 
-The pytest plugin's :class:`pytest_edgeenergy.plugin.session.PluginSession` is one; the
-bench engine names only this protocol, so it does not depend on the plugin.
+The run layer's :class:`pytest_edgeenergy.run.EnergySession` is one (the pytest plugin gives
+its session's); the bench engine names only this protocol, so it depends on neither.
 """
 
 from __future__ import annotations
@@ -54,6 +54,6 @@ class MeasuringSession(Protocol):
         """Open a window attributed to test ``nodeid``."""
         ...
 
-    def window(self, nodeid: str, label: str) -> AbstractContextManager[Window]:
+    def measure(self, nodeid: str, label: str) -> AbstractContextManager[Window]:
         """Measure a ``with`` body as one window attributed to test ``nodeid``."""
         ...

@@ -585,7 +585,7 @@ class EdgeBench:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            with self._session.window(self.nodeid, label) as w:
+            with self._session.measure(self.nodeid, label) as w:
                 t0 = time.perf_counter()
                 value = fn()
                 if torch is not None:

@@ -1,6 +1,6 @@
 """How ``edge_bench`` runs a workload: work per repeat, repeats, warm-up, window length,
 the workload filter, the load scenario. Built from the plugin's options by
-:mod:`pytest_edgeenergy.plugin.bench_options`."""
+:mod:`pytest_edgeenergy.plugin.options` (``build_bench``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """What several verbs share: the usage error, and the board a command names
 (``--board auto|sim:MODEL`` or ``--root DIR``, the words of ``--edge-board`` and
-``--edge-root``). Cheap to import: the virtual board's process imports it."""
+``--edge-root``, read by their one description). Cheap to import: the virtual board's
+process imports it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..errors import EdgeEnergyError
 
 if TYPE_CHECKING:
-    from ..run.target import BoardTarget
+    from ..options_spec import BoardTarget
 
 
 class CliError(EdgeEnergyError):
@@ -28,16 +29,11 @@ def board_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def target(args: argparse.Namespace) -> BoardTarget:
-    """The board ``--board``/``--root`` name (root ``/`` when neither is given)."""
-    from ..run.target import BoardTarget, parse_board
+    """The board ``--board``/``--root`` name, as their types read it (the board under ``/``
+    when neither is given)."""
+    from ..options_spec import BoardTarget
 
-    if args.board is not None and args.board != "auto":
-        return parse_board(args.board, what="--board")
-    root = args.root if args.root is not None else Path("/")
-    need_root(root)
-    return BoardTarget(root=root)
-
-
-def need_root(root: Path) -> None:
-    if not root.is_dir():
-        raise CliError(f"--root {root}: not a directory")
+    board = args.board
+    if isinstance(board, BoardTarget) and board.sim_model is not None:
+        return board
+    return BoardTarget(root=args.root if args.root is not None else Path("/"))

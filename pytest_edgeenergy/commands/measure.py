@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import EdgeEnergyError
 from ..options_spec import CONTROL_OPTIONS, add_arguments
 from ..ranges import FloatRange, IntRange
-from ..run.target import BoardTarget, parse_board
 from .common import board_arguments
 from .common import target as board_target
 
@@ -79,9 +78,8 @@ def run(args: argparse.Namespace) -> int:
     from ..sim.liveness import frozen_warning, truth_seq
 
     target = board_target(args)
-    board = target.root if target.root is not None else target.text
     session = EnergySession(
-        board,
+        target,
         report=args.report if args.report is not None else False,
         lock=False,  # measures only, beside whatever drives the board
         source=args.source,
@@ -143,8 +141,7 @@ def parser() -> argparse.ArgumentParser:
         "completed runs kept, the board restored). Without a command: edgeenergy measure "
         "--seconds S measures the board for S seconds (see its --help).",
     )
-    where = p.add_mutually_exclusive_group()
-    add_arguments(where, ["board", "root"])
+    board_arguments(p)
     p.add_argument("--runs", type=RUNS, default=1, metavar="N",
                    help=f"measured runs (default 1); {RUNS.describe()}")  # fmt: skip
     p.add_argument("--warmup", type=WARMUP, default=0, metavar="K",
@@ -197,15 +194,6 @@ def command_main(argv: list[str]) -> int:
         raise AssertionError("unreachable") from e
 
 
-def _target(args: argparse.Namespace) -> BoardTarget:
-    if args.board is not None and args.board != "auto":
-        return parse_board(args.board, what="--board")
-    root = args.root if args.root is not None else Path("/")
-    if not root.is_dir():
-        raise _Usage(f"--root {root}: not a directory")
-    return BoardTarget(root=root)
-
-
 def _plan(args: argparse.Namespace, command: list[str]) -> CommandPlan:
     from ..run.command import check_command
     from ..run.command_runs import CommandPlan
@@ -231,9 +219,8 @@ def _measure(args: argparse.Namespace, command: list[str], argv: list[str]) -> i
     from ..safefs import sigterm_raises
 
     plan = _plan(args, command)
-    target = _target(args)
     session = EnergySession(
-        target.root if target.root is not None else target.text,
+        board_target(args),
         report=args.report,
         lock=True,  # it pins, and a command measured beside another session's pins is not
         source=args.source,

@@ -21,14 +21,15 @@ import pytest
 
 from ..errors import EdgeEnergyError
 from ..handoff import HANDOFF_ENV
-from . import bench_options, options
+from ..options_spec import GRID_OPTIONS
+from . import options
 
 if TYPE_CHECKING:
     from ..bench.runner import EdgeBench
     from ..board.detect import Board
     from ..control.operating_point import OperatingPoint
     from ..meters.meter import IdleBaseline, Window, WindowResult
-    from ..run.session import OpenWindow
+    from ..run.session import EnergySession, OpenWindow
     from .only import OnlySelection
     from .search import LiveSearch
     from .session import PluginSession
@@ -58,10 +59,6 @@ MARKERS = (
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
-    options.add_grid_options(parser)
-    options.add_gate_options(parser)
-    options.add_search_options(parser)
-    bench_options.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -76,9 +73,9 @@ def pytest_configure(config: pytest.Config) -> None:
         s = options.build(config)
         control = options.build_control(config)
         gate = options.build_gate(config)
-        bench = bench_options.build(config)
+        bench = options.build_bench(config)
         search = options.build_search(config)
-        if options.only_file(config) is not None:
+        if options.lookup(config, "only") is not None:
             from .only import read_selection
 
             selection = read_selection(config)
@@ -123,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
         reports_dir=config.rootpath / "reports",
         report_settings={
             **_report_settings(config),
-            **bench_options.placement_settings(bench.placement),
+            **options.placement_settings(bench.placement),
         },
         handoff=handoff,
     )
@@ -141,7 +138,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _configure_shard(config: pytest.Config) -> None:
     """Read ``--edge-shard`` (cheap when absent: nothing imported) and register its plugin."""
     keys = ("shard", "shard_durations")
-    if all(options.lookup(config, options.OPTIONS[k], f"edge_{k}") is None for k in keys):
+    if all(options.lookup(config, k) is None for k in keys):
         return
     from .shard import ShardPlugin, read_request
 
@@ -221,24 +218,25 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         es.open()
     except (EdgeEnergyError, OSError) as e:
         raise pytest.UsageError(str(e)) from None
-    if live is not None and es.knobs is not None:
+    knobs = es.engine.knobs
+    if live is not None and knobs is not None:
         from .pinning import grid_request
 
-        live.check_idle(_idle_w(es))
+        live.check_idle(_idle_w(es.engine))
         if point_options:  # checked now, before collection: nothing runs on a bad search
             sizes = options.parse_batch_sizes(options.grid_value(config, "batch_size"))
-            live.prepare("", grid_request(config, {}), es.knobs, sizes)
+            live.prepare("", grid_request(config, {}), knobs, sizes)
 
 
 def _grid_marker(metafunc: pytest.Metafunc) -> dict[str, object]:
     marker = metafunc.definition.get_closest_marker("edge_grid")
     if marker is None:
         return {}
-    unknown = sorted(set(marker.kwargs) - set(options.GRID_OPTIONS))
+    unknown = sorted(set(marker.kwargs) - set(GRID_OPTIONS))
     if unknown:
         raise pytest.UsageError(
             f"{metafunc.definition.nodeid}: edge_grid({', '.join(unknown)}=...) is not a grid "
-            f"dimension; allowed: {', '.join(options.GRID_OPTIONS)}"
+            f"dimension; allowed: {', '.join(GRID_OPTIONS)}"
         )
     return dict(marker.kwargs)
 
@@ -273,8 +271,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     )
 
 
-def _idle_w(es: PluginSession) -> float | None:
-    return es.idle.power_w if es.idle is not None and es.idle.valid else None
+def _idle_w(engine: EnergySession) -> float | None:
+    idle = engine.idle
+    return idle.power_w if idle is not None and idle.valid else None
 
 
 def _parametrize_search(
@@ -291,10 +290,11 @@ def _parametrize_search(
         es.open()
     except (EdgeEnergyError, OSError) as e:
         raise pytest.UsageError(str(e)) from None
-    assert es.knobs is not None
-    live.check_idle(_idle_w(es))
+    knobs = es.engine.knobs
+    assert knobs is not None
+    live.check_idle(_idle_w(es.engine))
     live.prepare(
-        metafunc.definition.nodeid, grid_request(metafunc.config, marker), es.knobs, batch_sizes
+        metafunc.definition.nodeid, grid_request(metafunc.config, marker), knobs, batch_sizes
     )
     slots = live.slots()
     metafunc.parametrize(
@@ -348,20 +348,21 @@ class EnergyFixture:
 
     @property
     def board(self) -> Board:
-        assert self._session.board is not None
-        return self._session.board
+        board = self._session.engine.board
+        assert board is not None
+        return board
 
     @property
     def simulated(self) -> bool:
-        return self._session.simulated
+        return self._session.engine.simulated
 
     @property
     def idle(self) -> IdleBaseline | None:
-        return self._session.idle
+        return self._session.engine.idle
 
     @property
     def results(self) -> list[WindowResult]:
-        return self._session.record(self._nodeid).windows
+        return self._session.engine.record(self._nodeid).windows
 
     @contextmanager
     def window(self, label: str = "window") -> Iterator[Window]:
@@ -382,7 +383,7 @@ def energy(request: pytest.FixtureRequest) -> EnergyFixture:
         _open_or_stop(es)
     except (EdgeEnergyError, OSError) as e:
         pytest.fail(f"edgeenergy: {e}", pytrace=False)
-    es.record(request.node.nodeid)
+    es.engine.record(request.node.nodeid)
     request.node.add_marker("edge_energy")
     es.watch_benchmark(request)  # its extra_info gets the test's energy figures at teardown
     return EnergyFixture(es, request.node.nodeid)

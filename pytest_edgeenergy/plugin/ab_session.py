@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from ..options_spec import AB_IN_ITS_OWN_ARGUMENTS, AB_REFUSED, ALL_OPTIONS
-from .options import COMMAND_LINE_ONLY, dest_of
+from .options import COMMAND_LINE_ONLY, DESTS
 
 
 def take(config: pytest.Config, say: Callable[[str], None]) -> str | None:
@@ -59,7 +59,7 @@ def take(config: pytest.Config, say: Callable[[str], None]) -> str | None:
 
 
 def _given_not_by_ab(config: pytest.Config, key: str) -> bool:
-    value = config.getoption(dest_of(key), default=None)
+    value = config.getoption(DESTS[key], default=None)
     if value in (None, False, []):
         return False
     # ab's own flags come last in its command line, so a value it gives is the one read.

@@ -18,7 +18,7 @@ import pytest
 from ..inputfiles import InputFileError, read_text
 from ..ranges import shown
 from ..words import counted
-from .options import SettingsError, only_file
+from .options import SettingsError, lookup
 
 MAX_ONLY_BYTES = 64 * 1024 * 1024
 """The largest ``--edge-only`` file read (a node id is rarely 200 bytes)."""
@@ -37,7 +37,7 @@ class OnlySelection:
 def read_selection(config: pytest.Config) -> OnlySelection | None:
     """The ``--edge-only`` file's ids (None when the option is not given);
     :class:`SettingsError` naming the option's source when the file cannot be read."""
-    given = only_file(config)
+    given = lookup(config, "only")
     if given is None:
         return None
     path = Path(given.text)

@@ -1,89 +1,62 @@
-"""The plugin's options (CLI flags, ini keys, environment variables) and the validated
-settings built from them.
+"""The plugin's options: registered with pytest from their one description
+(:mod:`pytest_edgeenergy.options_spec`) and read back, validated, into the settings of the
+session, its control, gate and search, and its ``edge_bench`` fixture.
 
-The options themselves (names, ranges, defaults, help texts) are described once in
-:mod:`pytest_edgeenergy.options_spec`, which the ``edgeenergy`` command's parsers are built
-from too; this module registers them with pytest and reads them. Cheap to import: pytest
-asks for the options of every run, ``--help`` included. Precedence is CLI > environment >
-ini > default. Every error names where the bad value came from, e.g.
-``EDGEENERGY_INTERVAL_MS (environment): 'abc' is not a number; allowed: ...``. Every
-numeric option has a finite allowed range (``Option.allowed``, read with :func:`checked`),
-shown in its help.
+Cheap to import: pytest asks for the options of every run, ``--help`` included. Every option
+is read one way (:func:`lookup`, :func:`value`): command line > environment > ini file (>
+the ``edge_grid`` marker, for the grid) > default, parsed as its description says, and every
+error names where the bad value came from, e.g.
+``EDGEENERGY_INTERVAL_MS (environment): 'abc' is not a number; allowed: ...``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+import shlex
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
+from ..bench.scenarios import Scenario
+from ..bench.settings import DEFAULT, QUICK, BenchSettings, WorkloadPlacement
 from ..errors import EdgeEnergyError, InvalidValue
 from ..options_spec import (
+    ALL_OPTIONS,
     BATCH_SIZE,
+    BENCH_OPTIONS,
     CONTROL_OPTIONS,
     GATE_OPTIONS,
     GRID_OPTIONS,
-    HISTORY_WINDOW,
-    IDLE_S,
-    INTERVAL_MS,
-    LATENCY_BUDGET_S,
-    LOCK_TIMEOUT_S,
     OPTIONS,
-    POWER_BUDGET_W,
     SEARCH_OPTIONS,
-    SEED,
-    SETTLE_S,
-    SIM_LOAD,
-    SIM_MODELS,
-    STUDY_HEARTBEAT_S,
-    TRIALS,
+    BoardTarget,
     Option,
-    parse_board,
-    parse_sim_load,
 )
-from ..ranges import NumberRange, shown
+from ..ranges import shown
 from ..registry import SOURCES_GROUP, builtin_names, names
 
 __all__ = [
-    "BATCH_SIZE",
-    "CONTROL_OPTIONS",
-    "GATE_OPTIONS",
-    "GRID_OPTIONS",
-    "IDLE_S",
-    "INTERVAL_MS",
-    "LATENCY_BUDGET_S",
-    "LOCK_TIMEOUT_S",
-    "OPTIONS",
-    "POWER_BUDGET_W",
-    "SEARCH_OPTIONS",
-    "SEED",
-    "SETTLE_S",
-    "SIM_LOAD",
-    "SIM_MODELS",
-    "TRIALS",
+    "COMMAND_LINE_ONLY",
+    "DESTS",
     "ControlSettings",
     "GateSettings",
-    "Option",
     "SearchSettings",
     "Settings",
     "SettingsError",
     "Value",
-    "add_gate_options",
-    "add_grid_options",
     "add_options",
-    "add_search_options",
     "build",
+    "build_bench",
     "build_control",
     "build_gate",
     "build_search",
-    "checked",
-    "dest_of",
     "lookup",
-    "yes_no",
+    "parsed",
+    "value",
 ]
 
 GROUP = "edgeenergy"
@@ -100,48 +73,30 @@ class SettingsError(EdgeEnergyError, ValueError):
     """
 
 
-DESTS = {
-    "session": "edge_{}",
-    "grid": "edge_grid_{}",
-    "control": "edge_ctl_{}",
-    "gate": "edge_gate_{}",
-    "search": "edge_search_{}",
-}
-"""How each table's options are named in pytest's namespace, from their keys."""
-_TABLES = {
-    "session": OPTIONS,
-    "grid": GRID_OPTIONS,
-    "control": CONTROL_OPTIONS,
-    "gate": GATE_OPTIONS,
-    "search": SEARCH_OPTIONS,
-}
+_DEST_FORMATS = (
+    (OPTIONS, "edge_{}"),
+    (GRID_OPTIONS, "edge_grid_{}"),
+    (CONTROL_OPTIONS, "edge_ctl_{}"),
+    (GATE_OPTIONS, "edge_gate_{}"),
+    (SEARCH_OPTIONS, "edge_search_{}"),
+    (BENCH_OPTIONS, "edge_{}"),
+)
+DESTS = {key: form.format(key) for table, form in _DEST_FORMATS for key in table}
+"""Each option's destination in pytest's namespace, by key (the report's ``settings`` are
+named by them)."""
 
 
-def dest_of(key: str) -> str:
-    """The destination in pytest's namespace of the option ``key`` (of any table)."""
-    return next(DESTS[name].format(key) for name, table in _TABLES.items() if key in table)
-
-
-def _register(parser: pytest.Parser, table: dict[str, Option], dest: str) -> None:
-    """Register ``table``'s options as flags and ini keys, from their one description:
-    ``dest`` formats each option's destination from its key."""
-    group = parser.getgroup(GROUP)
-    for key, opt in table.items():
+def add_options(parser: pytest.Parser) -> None:
+    """Register every described option as a flag and an ini key, with its one help text."""
+    group = parser.getgroup(GROUP, "energy measurement on Jetson boards")
+    for key, opt in ALL_OPTIONS.items():
         text = opt.help_text("pytest")
-        flag_help = f"{text} (env {opt.env}, ini {opt.ini})"
+        kwargs: dict[str, Any] = {"dest": DESTS[key], "default": None}
         if opt.kind == "flag":
-            group.addoption(
-                opt.flag, dest=dest.format(key), action="store_true", default=None, help=flag_help
-            )
+            kwargs["action"] = "store_true"
         else:
-            group.addoption(
-                opt.flag,
-                dest=dest.format(key),
-                action="append" if opt.kind == "list" else "store",
-                default=None,
-                metavar=opt.metavar,
-                help=flag_help,
-            )
+            kwargs.update(metavar=opt.metavar, action="append" if opt.kind == "list" else "store")
+        group.addoption(opt.flag, help=f"{text} (env {opt.env}, ini {opt.ini})", **kwargs)
         ini_help = text.replace("%%", "%") + f" (env {opt.env})"  # ini help is not %-formatted
         if opt.ini_lines:
             parser.addini(opt.ini, help=ini_help, default=[], type="linelist")
@@ -149,10 +104,7 @@ def _register(parser: pytest.Parser, table: dict[str, Option], dest: str) -> Non
             parser.addini(opt.ini, help=ini_help, default=None)
 
 
-def add_options(parser: pytest.Parser) -> None:
-    """Register the session's options (board, sampling, report, selection)."""
-    parser.getgroup(GROUP, "energy measurement on Jetson boards")
-    _register(parser, OPTIONS, DESTS["session"])
+# -- reading ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -163,11 +115,12 @@ class Value:
     origin: str
 
 
-def lookup(config: pytest.Config, opt: Option, dest: str) -> Value | None:
-    """The value of one option by precedence command line > environment > ini file, with
-    where it came from; None when given nowhere. List values (repeated flags, line-list ini
-    keys) are joined with commas."""
-    cli = config.getoption(dest, default=None)
+def lookup(config: pytest.Config, key: str) -> Value | None:
+    """The text given for option ``key`` by precedence command line > environment > ini
+    file, with where it came from; None when given nowhere. List values (repeated flags,
+    line-list ini keys) are joined with commas."""
+    opt = ALL_OPTIONS[key]
+    cli = config.getoption(DESTS[key], default=None)
     if cli not in (None, False, []):
         text = ",".join(map(str, cli)) if isinstance(cli, list) else str(cli)
         return Value(text, f"{opt.flag} (command line)")
@@ -186,20 +139,40 @@ def lookup(config: pytest.Config, opt: Option, dest: str) -> Value | None:
     return None
 
 
-def _raw(config: pytest.Config, key: str) -> Value | None:
-    opt = OPTIONS[key]
-    v = lookup(config, opt, f"edge_{opt.ini[5:]}")
+def parsed(opt: Option, v: Value) -> Any:
+    """``v`` read as ``opt`` describes; :class:`SettingsError` naming where it came from,
+    the value and what is allowed when it cannot be read."""
+    try:
+        return opt.read(v.text)
+    except InvalidValue as e:
+        raise SettingsError(f"{v.origin}: {e}") from None
+
+
+def value(config: pytest.Config, key: str) -> Any:
+    """Option ``key``'s value (:func:`lookup`, else its described default), read; when
+    neither is there, False for a yes/no flag and None otherwise."""
+    opt = ALL_OPTIONS[key]
+    v = lookup(config, key)
     if v is None and opt.default is not None:
-        return Value(opt.default, f"{opt.flag} (default)")
-    return v
+        v = Value(opt.default, f"{opt.flag} (default)")
+    if v is None:
+        return False if opt.kind == "flag" else None
+    return parsed(opt, v)
+
+
+def _values(config: pytest.Config, keys: Iterable[str]) -> dict[str, Any]:
+    return {key: value(config, key) for key in keys}
+
+
+# -- the session: board, sampling, report ---------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Settings:
     """The energy options of one pytest session, validated."""
 
-    sim_model: str | None
-    root: Path | None
+    board: BoardTarget
+    """The board: a virtual one (``--edge-board=sim:MODEL``) or the one under the root."""
     interval_s: float
     source: str
     report: Path | None
@@ -211,79 +184,36 @@ class Settings:
     sim_load: float | None = None
     """A virtual board's pinned utilisation (0..1); None: it follows the host's CPU load."""
 
-    @property
-    def wants_board(self) -> bool:
-        return self.requested
-
-
-N = TypeVar("N", int, float)
-
-
-def checked(v: Value, allowed: NumberRange[N], error: type[SettingsError] = SettingsError) -> N:
-    """The number in ``v``; ``error`` naming where it came from, the value and the allowed
-    range when it is not one (``EDGEENERGY_SETTLE_S (environment): '1e10' must be >= 0 and
-    <= 600 s``)."""
-    try:
-        return allowed.parse(v.text)
-    except InvalidValue as e:
-        raise error(f"{v.origin}: {e}") from None
-
 
 def build(config: pytest.Config) -> Settings:
-    """Read and validate the options; raise :class:`SettingsError` naming the source."""
-    board = _raw(config, "board")
-    sim_model = parsed(board, parse_board) if board is not None else None
-    root_v = _raw(config, "root")
-    root = Path(root_v.text) if root_v is not None else None
-    if root is not None and not root.is_dir():
-        assert root_v is not None
-        raise SettingsError(f"{root_v.origin}: {root_v.text!r} is not a directory")
-    if sim_model is not None and root is not None:
+    """Read and validate the session's options; :class:`SettingsError` naming the source."""
+    board, root = value(config, "board"), value(config, "root")
+    if board is not None and board.sim_model is not None and root is not None:
         raise SettingsError(
             "--edge-board=sim:MODEL makes its own virtual board; to measure an existing "
             "tree (e.g. one made by `edgeenergy sim create`) pass only --edge-root"
         )
-    interval = _raw(config, "interval_ms")
-    assert interval is not None
-    load = _raw(config, "sim_load")
-    sim_load = parsed(load, parse_sim_load) if load is not None else None
-    source = _raw(config, "source")
-    assert source is not None
+    v = _values(config, ("interval_ms", "sim_load", "report_overwrite", "idle_s"))
+    source = lookup(config, "source") or Value("auto", "--edge-source (default)")
     _check_source(source)
-    report_v = _raw(config, "report")
-    overwrite_v = _raw(config, "report_overwrite")
-    overwrite = yes_no(overwrite_v) if overwrite_v is not None else False
-    if report_v is not None:
+    report = lookup(config, "report")
+    if report is not None:
         from ..report.target import report_target_problem
 
-        problem = report_target_problem(Path(report_v.text), overwrite=overwrite)
+        problem = report_target_problem(Path(report.text), overwrite=v["report_overwrite"])
         if problem is not None:
-            raise SettingsError(f"{report_v.origin}: {report_v.text!r}: {problem}")
-    idle = _raw(config, "idle_s")
-    assert idle is not None
+            raise SettingsError(f"{report.origin}: {report.text!r}: {problem}")
+    virtual = board is not None and board.sim_model is not None
     return Settings(
-        sim_model=sim_model,
-        root=root,
-        interval_s=checked(interval, INTERVAL_MS) / 1000.0,
+        board=board if virtual else BoardTarget(root=root),
+        interval_s=v["interval_ms"] / 1000.0,
         source=source.text,
-        report=Path(report_v.text) if report_v is not None else None,
-        idle_s=checked(idle, IDLE_S),
+        report=Path(report.text) if report is not None else None,
+        idle_s=v["idle_s"],
         requested=board is not None or root is not None,
-        report_overwrite=overwrite,
-        sim_load=sim_load,
+        report_overwrite=v["report_overwrite"],
+        sim_load=v["sim_load"],
     )
-
-
-T = TypeVar("T")
-
-
-def parsed(v: Value, parse: Callable[[str], T]) -> T:
-    """``parse(v.text)``, its :class:`~..errors.InvalidValue` a :class:`SettingsError`
-    naming where the value came from."""
-    try:
-        return parse(v.text)
-    except InvalidValue as e:
-        raise SettingsError(f"{v.origin}: {e}") from None
 
 
 def _check_source(v: Value) -> None:
@@ -296,11 +226,6 @@ def _check_source(v: Value) -> None:
     )
 
 
-def only_file(config: pytest.Config) -> Value | None:
-    """The ``--edge-only`` file (CLI > env > ini) with where it was given; None: not given."""
-    return _raw(config, "only")
-
-
 # -- the grid: operating-point dimensions and batch sizes ---------------------------------
 
 POINT_DIMENSIONS = ("power_mode", "cpu_freq", "gpu_freq", "emc_freq", "cpu_cores", "governor")
@@ -311,26 +236,17 @@ DEFAULT_LOCK_TIMEOUT_S = 300.0
 DEFAULT_BATCH_SIZES = (8,)
 
 
-def add_grid_options(parser: pytest.Parser) -> None:
-    """Register the grid and control options (CLI flags, ini keys)."""
-    _register(parser, GRID_OPTIONS, DESTS["grid"])
-    _register(parser, CONTROL_OPTIONS, DESTS["control"])
-
-
 def grid_value(config: pytest.Config, key: str, marker_value: object | None = None) -> Value | None:
     """One grid dimension's raw value, by precedence CLI > env > ini > marker."""
-    opt = GRID_OPTIONS[key]
-    v = lookup(config, opt, f"edge_grid_{key}")
-    if v is not None:
+    v = lookup(config, key)
+    if v is not None or marker_value is None:
         return v
-    if marker_value is not None:
-        text = (
-            ",".join(str(v) for v in marker_value)
-            if isinstance(marker_value, (list, tuple))
-            else str(marker_value)
-        )
-        return Value(text, f"edge_grid({key}=...) (marker)")
-    return None
+    text = (
+        ",".join(map(str, marker_value))
+        if isinstance(marker_value, (list, tuple))
+        else str(marker_value)
+    )
+    return Value(text, f"edge_grid({key}=...) (marker)")
 
 
 def parse_batch_sizes(v: Value | None) -> tuple[int, ...]:
@@ -338,18 +254,15 @@ def parse_batch_sizes(v: Value | None) -> tuple[int, ...]:
     if v is None:
         return DEFAULT_BATCH_SIZES
     sizes: list[int] = []
-    for part in v.text.split(","):
-        part = part.strip()
-        if not part:
-            continue
+    for part in (p.strip() for p in v.text.split(",")):
         try:
-            size = BATCH_SIZE.parse(part)
+            size = BATCH_SIZE.parse(part) if part else None
         except InvalidValue:
             raise SettingsError(
                 f"{v.origin}: batch size {shown(part)} is not a positive integer "
                 f"<= {BATCH_SIZE.high:.0f}"
             ) from None
-        if size not in sizes:
+        if size is not None and size not in sizes:
             sizes.append(size)
     if not sizes:
         raise SettingsError(f"{v.origin}: no batch size given")
@@ -358,7 +271,10 @@ def parse_batch_sizes(v: Value | None) -> tuple[int, ...]:
 
 def any_point_option(config: pytest.Config) -> bool:
     """True when an option, env or ini value (not a marker) asks for an operating point."""
-    return any(grid_value(config, d) is not None for d in POINT_DIMENSIONS)
+    return any(lookup(config, d) is not None for d in POINT_DIMENSIONS)
+
+
+# -- control, gate, search ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -372,31 +288,9 @@ class ControlSettings:
     """How long to wait for another session holding the board; 0: refuse at once."""
 
 
-def _flag(config: pytest.Config, key: str) -> bool:
-    v = lookup(config, CONTROL_OPTIONS[key], f"edge_ctl_{key}")
-    return yes_no(v) if v is not None else False
-
-
-def yes_no(v: Value) -> bool:
-    """A flag's value from the environment or ini file (the command line gives True)."""
-    word = v.text.strip().lower()
-    if word in ("1", "true", "yes", "on"):
-        return True
-    if word in ("0", "false", "no", "off"):
-        return False
-    raise SettingsError(f"{v.origin}: {v.text!r}: use 1/0, true/false, yes/no")
-
-
 def build_control(config: pytest.Config) -> ControlSettings:
-    """Read the control options; raise :class:`SettingsError` naming the source."""
-    v = lookup(config, CONTROL_OPTIONS["settle_s"], "edge_ctl_settle_s")
-    settle = checked(v, SETTLE_S) if v is not None else None
-    w = lookup(config, CONTROL_OPTIONS["lock_timeout_s"], "edge_ctl_lock_timeout_s")
-    wait_s = checked(w, LOCK_TIMEOUT_S) if w is not None else DEFAULT_LOCK_TIMEOUT_S
-    return ControlSettings(_flag(config, "dry_run"), _flag(config, "force_mode"), settle, wait_s)
-
-
-# -- the regression gate -------------------------------------------------------------------
+    """Read the control options; :class:`SettingsError` naming the source."""
+    return ControlSettings(**_values(config, CONTROL_OPTIONS))
 
 
 @dataclass(frozen=True)
@@ -414,41 +308,14 @@ class GateSettings:
     history_window: int = 10
 
 
-def add_gate_options(parser: pytest.Parser) -> None:
-    _register(parser, GATE_OPTIONS, DESTS["gate"])
-
-
 def build_gate(config: pytest.Config) -> GateSettings:
-    """Read the gate options (CLI > env > ini); expressions are checked by the plugin."""
-
-    def one(key: str) -> Path | None:
-        v = lookup(config, GATE_OPTIONS[key], f"edge_gate_{key}")
-        return Path(v.text) if v is not None else None
-
+    """Read the gate options; expressions are checked by the plugin."""
+    v = _values(config, GATE_OPTIONS)
     # Expressions hold no commas, so repeated flags, env and ini lines all join and split.
-    v = lookup(config, GATE_OPTIONS["fail"], "edge_gate_fail")
-    fail = tuple(e.strip() for e in v.text.split(",") if e.strip()) if v is not None else ()
-    strict = lookup(config, GATE_OPTIONS["fail_insufficient"], "edge_gate_fail_insufficient")
-
-    def text(key: str) -> str | None:
-        v = lookup(config, GATE_OPTIONS[key], f"edge_gate_{key}")
-        return v.text.strip() or None if v is not None else None
-
-    add = lookup(config, GATE_OPTIONS["history_add"], "edge_gate_history_add")
-    window = lookup(config, GATE_OPTIONS["history_window"], "edge_gate_history_window")
-    return GateSettings(
-        one("baseline"),
-        fail,
-        one("save_baseline"),
-        fail_insufficient=yes_no(strict) if strict is not None else False,
-        history=text("history"),
-        history_add=yes_no(add) if add is not None else False,
-        history_branch=text("history_branch"),
-        history_window=int(checked(window, HISTORY_WINDOW)) if window is not None else 10,
-    )
-
-
-# -- the operating-point search ------------------------------------------------------------
+    v["fail"] = tuple(e.strip() for e in (v["fail"] or "").split(",") if e.strip())
+    for key in ("history", "history_branch"):
+        v[key] = (v[key] or "").strip() or None
+    return GateSettings(**v)
 
 
 @dataclass(frozen=True)
@@ -470,95 +337,153 @@ class SearchSettings:
     study_heartbeat_s: int = 10
 
 
-def add_search_options(parser: pytest.Parser) -> None:
-    _register(parser, SEARCH_OPTIONS, DESTS["search"])
-
-
-def _search_value(config: pytest.Config, key: str) -> Value | None:
-    return lookup(config, SEARCH_OPTIONS[key], f"edge_search_{key}")
-
-
 def build_search(config: pytest.Config) -> SearchSettings | None:
     """The search options (None without ``--edge-search``); :class:`SettingsError` naming
     the option, its value and what is allowed. The search package is imported only when a
     search is asked for."""
-    strategy = _search_value(config, "strategy")
-    given = [k for k in SEARCH_OPTIONS if k != "strategy" and _search_value(config, k)]
+    strategy = lookup(config, "strategy")
     if strategy is None:
+        given = [k for k in SEARCH_OPTIONS if k != "strategy" and lookup(config, k)]
         if given:
-            opt = SEARCH_OPTIONS[given[0]]
-            raise SettingsError(f"{opt.flag} is an option of --edge-search=STRATEGY: give both")
+            flag = SEARCH_OPTIONS[given[0]].flag
+            raise SettingsError(f"{flag} is an option of --edge-search=STRATEGY: give both")
         return None
     from ..search.objective import OBJECTIVES
     from ..search.strategy import strategy_names
 
-    if strategy.text not in strategy_names():
-        raise SettingsError(
-            f"{strategy.origin}: unknown strategy {strategy.text!r}; allowed: "
-            f"{', '.join(strategy_names())}"
-        )
-    objective = _search_value(config, "objective") or Value("min-energy", "default")
-    if objective.text not in OBJECTIVES:
-        raise SettingsError(
-            f"{objective.origin}: unknown objective {objective.text!r}; allowed: "
-            f"{', '.join(OBJECTIVES)}"
-        )
-    trials_v = _search_value(config, "trials")
-    if trials_v is None:
+    objective = lookup(config, "objective")
+    for named, what, allowed in (
+        (strategy, "strategy", strategy_names()),
+        (objective, "objective", OBJECTIVES),
+    ):
+        if named is not None and named.text not in allowed:
+            raise SettingsError(
+                f"{named.origin}: unknown {what} {named.text!r}; allowed: {', '.join(allowed)}"
+            )
+    if lookup(config, "trials") is None:
         raise SettingsError("--edge-search needs --edge-trials=N: how many points to profile")
-    trials = checked(trials_v, TRIALS)
-    seed_v = _search_value(config, "seed")
-    resume_v = _search_value(config, "resume")
-    resume = Path(resume_v.text) if resume_v is not None else None
-    if resume_v is not None and resume is not None and not resume.is_file():
-        raise SettingsError(f"{resume_v.origin}: {resume_v.text!r}: no such report file")
-    prior_v = _search_value(config, "prior")
-    prior = Path(prior_v.text) if prior_v is not None else None
-    if prior_v is not None and strategy.text != "auto":
+    prior = lookup(config, "prior")
+    if prior is not None and strategy.text != "auto":
         raise SettingsError(
-            f"{prior_v.origin}: a prior seeds the auto strategy only, not {strategy.text!r}; "
+            f"{prior.origin}: a prior seeds the auto strategy only, not {strategy.text!r}; "
             "use --edge-search=auto"
         )
-    if prior_v is not None and prior is not None and not prior.is_file():
-        raise SettingsError(f"{prior_v.origin}: {prior_v.text!r}: no such report or CSV file")
-    budgets = [_search_value(config, k) for k in ("power_budget_w", "latency_budget_s")]
-    return SearchSettings(
-        strategy=strategy.text,
-        objective=objective.text,
-        trials=trials,
-        power_budget_w=checked(budgets[0], POWER_BUDGET_W) if budgets[0] is not None else None,
-        latency_budget_s=(
-            checked(budgets[1], LATENCY_BUDGET_S) if budgets[1] is not None else None
+    for key, what in (("resume", "report"), ("prior", "report or CSV")):
+        f = lookup(config, key)
+        if f is not None and not Path(f.text).is_file():
+            raise SettingsError(f"{f.origin}: {f.text!r}: no such {what} file")
+    v = _values(config, SEARCH_OPTIONS)
+    if (v["storage"] is None) != (v["study"] is None):
+        one, other = ("storage", "study") if v["study"] is None else ("study", "storage")
+        raise SettingsError(
+            f"{SEARCH_OPTIONS[one].flag} needs {SEARCH_OPTIONS[other].flag} too: a shared "
+            "study is named by its storage URL and its name"
+        )
+    return SearchSettings(**v)
+
+
+# -- the edge_bench fixture ----------------------------------------------------------------
+
+
+def build_bench(config: pytest.Config) -> BenchSettings:
+    """The ``edge_bench`` settings; ``--edge-quick`` replaces the defaults only (a value
+    given explicitly still wins). :class:`SettingsError` naming the source."""
+    v = _values(config, BENCH_OPTIONS)
+    counts = ("items", "repeats", "warmup", "min_window_s")
+    return replace(
+        QUICK if v["quick"] else DEFAULT,
+        **{k: v[k] for k in counts if v[k] is not None},
+        workloads=v["workload"] or (),
+        runtimes=v["runtime"] or (),
+        precisions=v["precision"] or (),
+        scenario=parse_scenario(
+            *(lookup(config, k) for k in ("scenario", "rate", "latency_bound_s"))
         ),
-        seed=checked(seed_v, SEED) if seed_v is not None else 0,
-        resume=resume,
-        prior=prior,
-        **_study_settings(config),
+        placement=parse_placement(
+            *(lookup(config, k) for k in ("workload_python", "workload_prefix", "workload_timeout"))
+        ),
     )
 
 
-def _study_settings(config: pytest.Config) -> dict[str, Any]:
-    """``--edge-search-storage``, ``--edge-study`` (both or neither) and the heartbeat."""
-    storage, study = _search_value(config, "storage"), _search_value(config, "study")
-    if (storage is None) != (study is None):
-        given, other = ("storage", "study") if study is None else ("study", "storage")
-        raise SettingsError(
-            f"{SEARCH_OPTIONS[given].flag} needs {SEARCH_OPTIONS[other].flag} too: a shared "
-            "study is named by its storage URL and its name"
-        )
-    heartbeat = _search_value(config, "study_heartbeat_s")
+def placement_settings(placement: WorkloadPlacement) -> dict[str, object]:
+    """Where the workloads run, as the report's ``settings`` record it (whichever of command
+    line, environment or ini gave it): empty in process."""
+    if not placement.out_of_process:
+        return {}
     return {
-        "storage": storage.text if storage is not None else None,
-        "study": study.text if study is not None else None,
-        "study_heartbeat_s": (
-            checked(heartbeat, STUDY_HEARTBEAT_S) if heartbeat is not None else 10
-        ),
+        "edge_workload_python": placement.interpreter,
+        "edge_workload_prefix": shlex.join(placement.prefix) if placement.prefix else None,
+        "edge_workload_timeout": placement.timeout_s,
     }
 
 
-def __getattr__(name: str) -> tuple[str, ...]:
-    """``SOURCES``: the registered source names (for callers written before the registry;
-    new code uses ``meters.factory.source_names`` or ``options_spec.add_arguments``)."""
-    if name == "SOURCES":
-        return names(SOURCES_GROUP)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def _executable(text: str) -> str | None:
+    """``text`` as an executable: a path to one, or a command found on PATH."""
+    if os.sep in text:
+        return text if os.path.isfile(text) and os.access(text, os.X_OK) else None
+    return shutil.which(text)
+
+
+def parse_placement(
+    python_v: Value | None, prefix_v: Value | None, timeout_v: Value | None
+) -> WorkloadPlacement:
+    """``--edge-workload-python``, ``--edge-workload-prefix`` and ``--edge-workload-timeout``
+    (each None when not given); :class:`SettingsError` naming the option and what is
+    allowed. Without a prefix the interpreter must be an executable here; behind one it is
+    the prefix's (a container's) and only the prefix's command is looked for."""
+    prefix: tuple[str, ...] = ()
+    if prefix_v is not None:
+        try:
+            prefix = tuple(shlex.split(prefix_v.text))
+        except ValueError as e:
+            raise SettingsError(
+                f"{prefix_v.origin}: {prefix_v.text!r} cannot be split into words ({e})"
+            ) from None
+        if not prefix:
+            raise SettingsError(
+                f"{prefix_v.origin}: names no command; give one, e.g. "
+                "'docker run --rm -i --runtime nvidia IMAGE'"
+            )
+        if _executable(prefix[0]) is None:
+            raise SettingsError(
+                f"{prefix_v.origin}: {prefix[0]!r} is not an executable file nor a command on PATH"
+            )
+    python = None
+    if python_v is not None:
+        python = python_v.text.strip()
+        if not python:
+            raise SettingsError(f"{python_v.origin}: names no interpreter")
+        if not prefix and _executable(python) is None:
+            raise SettingsError(
+                f"{python_v.origin}: {python!r} is not an executable file nor a command on "
+                "PATH; give the path of a Python 3.6 or newer (e.g. /usr/bin/python3.8)"
+            )
+    if timeout_v is None:
+        return WorkloadPlacement(python, prefix)
+    return WorkloadPlacement(python, prefix, parsed(BENCH_OPTIONS["workload_timeout"], timeout_v))
+
+
+def parse_scenario(name_v: Value | None, rate_v: Value | None, bound_v: Value | None) -> Scenario:
+    """``--edge-scenario`` with its rate and latency bound (each None when not given);
+    :class:`SettingsError` naming the option and what is allowed."""
+    name = parsed(BENCH_OPTIONS["scenario"], name_v) if name_v is not None else "offline"
+    rate = parsed(BENCH_OPTIONS["rate"], rate_v) if rate_v is not None else None
+    bound = parsed(BENCH_OPTIONS["latency_bound_s"], bound_v) if bound_v is not None else None
+    where = name_v.origin if name_v is not None else "--edge-scenario"
+    if name in ("fixed-rate", "server") and rate is None:
+        raise SettingsError(
+            f"{where}: {name} needs --edge-rate=QUERIES_PER_S (a number > 0, e.g. 30)"
+        )
+    if name == "server" and bound is None:
+        raise SettingsError(f"{where}: server needs --edge-latency-bound-s=SECONDS (a number > 0)")
+    if rate_v is not None and name not in ("fixed-rate", "server"):
+        raise SettingsError(
+            f"{rate_v.origin}: a rate applies to the fixed-rate and server scenarios only "
+            f"(scenario now {name}); give --edge-scenario=fixed-rate or server"
+        )
+    if bound_v is not None and name == "offline":
+        raise SettingsError(
+            f"{bound_v.origin}: a latency bound applies to the single-stream, fixed-rate and "
+            "server scenarios only (scenario now offline); give --edge-scenario"
+        )
+    return Scenario(name, rate, bound)

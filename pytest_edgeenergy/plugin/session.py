@@ -31,14 +31,9 @@ from .options import ControlSettings, GateSettings, Settings
 if TYPE_CHECKING:
     from ..bench.result import BenchResult
     from ..bench.runner import EdgeBench
-    from ..board.detect import Board
     from ..control.errors import SessionBusy
-    from ..control.knobset import KnobSet
-    from ..control.operating_point import ApplyResult, OperatingPoint
-    from ..control.state import Session as ControlSession
-    from ..meters.meter import IdleBaseline, Meter, Window
-    from ..report.writer import ReportIncomplete
-    from ..run.records import TestEnergy
+    from ..control.operating_point import OperatingPoint
+    from ..meters.meter import Window
     from ..run.session import EnergySession, OpenWindow
 
 __all__ = ["PLUGIN_BOARD_HINT", "PluginSession"]
@@ -100,13 +95,8 @@ class PluginSession:
             from .linewriter import LineWriter
 
             s, c = self.settings, self.control_settings
-            board: str | Path = (
-                f"sim:{s.sim_model}"
-                if s.sim_model is not None
-                else (s.root if s.root is not None else "auto")
-            )
             self._engine = EnergySession(
-                board,
+                s.board,
                 report=s.report,
                 source=s.source,
                 interval_s=s.interval_s,
@@ -131,65 +121,10 @@ class PluginSession:
         return self._engine
 
     @property
-    def board(self) -> Board | None:
-        return self._engine.board if self._engine is not None else None
-
-    @property
-    def knobs(self) -> KnobSet | None:
-        return self._engine.knobs if self._engine is not None else None
-
-    @property
-    def meter(self) -> Meter | None:
-        return self._engine.meter if self._engine is not None else None
-
-    @property
-    def root(self) -> Path | None:
-        return self._engine.root if self._engine is not None else None
-
-    @property
-    def control(self) -> ControlSession | None:
-        return self._engine.control if self._engine is not None else None
-
-    @property
-    def idle(self) -> IdleBaseline | None:
-        return self._engine.idle if self._engine is not None else None
-
-    @property
-    def idle_by_point(self) -> dict[str, IdleBaseline]:
-        return self._engine.idle_by_point if self._engine is not None else {}
-
-    @property
-    def tests(self) -> dict[str, TestEnergy]:
-        return self._engine.tests if self._engine is not None else {}
-
-    @property
-    def report_path(self) -> Path | None:
-        return self._engine.report_path if self._engine is not None else None
-
-    @property
-    def report_errors(self) -> list[str]:
-        return self._engine.report_errors if self._engine is not None else []
-
-    @property
-    def lost_results(self) -> list[str]:
-        return self._engine.lost_results if self._engine is not None else []
-
-    @property
-    def report_incomplete(self) -> ReportIncomplete | None:
-        return self._engine.report_incomplete if self._engine is not None else None
-
-    @property
-    def unprotected(self) -> str | None:
-        return self._engine.unprotected if self._engine is not None else None
-
-    @property
-    def simulated(self) -> bool:
-        return self._engine.simulated if self._engine is not None else False
-
-    @property
-    def current_point(self) -> OperatingPoint | None:
-        """The operating point pinned now (None before any test asked for one)."""
-        return self._engine.current_point if self._engine is not None else None
+    def engine_if_made(self) -> EnergySession | None:
+        """The engine when made; None while nothing in this run needed the board (the
+        hooks then have nothing to record, restore, report or summarise)."""
+        return self._engine
 
     # -- set-up -------------------------------------------------------------------------
 
@@ -210,43 +145,7 @@ class PluginSession:
             )
             raise self._busy from None
 
-    def restore_board(self) -> None:
-        """Put every knob back as found (idempotent); raises RestoreError if that fails."""
-        if self._engine is not None:
-            self._engine.restore_board()
-
-    def apply_point(self, point: OperatingPoint) -> ApplyResult:
-        """Pin ``point`` unless it is already pinned; measure idle power there once."""
-        return self.engine.apply_point(point)
-
-    def close(self) -> None:
-        """Stop the sampler and the virtual board; remove a temporary virtual board."""
-        if self._engine is not None:
-            self._engine.close()
-
     # -- measuring ----------------------------------------------------------------------
-
-    def record(self, nodeid: str) -> TestEnergy:
-        """The record of test ``nodeid`` (made at its first use)."""
-        return self.engine.record(nodeid)
-
-    def finish_test(self, nodeid: str) -> None:
-        """Called after a test's teardown: the report on disk gains this test at once."""
-        if self._engine is not None:
-            self._engine.finish_test(nodeid)
-
-    def update_report(self, **fields: Any) -> None:
-        """Rewrite the report's header fields (the search section after each trial)."""
-        if self._engine is not None:
-            self._engine.update_report(**fields)
-
-    def finish_report(self) -> Path | None:
-        """Mark the report finished; its path (None when no test was recorded)."""
-        return self._engine.finish_report() if self._engine is not None else None
-
-    def lost_line(self) -> str | None:
-        """One line when results measured in this run are not in the report file."""
-        return self._engine.lost_line() if self._engine is not None else None
 
     def begin(self, nodeid: str, label: str) -> OpenWindow:
         """Open an energy window attributed to test ``nodeid``; ``.end()`` closes it."""
@@ -296,8 +195,9 @@ class PluginSession:
         tr = config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None and walk:
             tr.write_line(pinning.order_line(count, walk, len(items)))
-        if self.control is not None:
-            pinning.check_privileges(self.control, walk)
+        control = self._engine.control if self._engine is not None else None
+        if control is not None:
+            pinning.check_privileges(control, walk)
 
     @contextmanager
     def pinned(self, nodeid: str, point: OperatingPoint | None) -> Iterator[OperatingPoint]:
@@ -334,10 +234,10 @@ class PluginSession:
 
         self.open()
         nodeid = request.node.nodeid
-        self.record(nodeid)
+        self.engine.record(nodeid)
         request.node.add_marker("edge_energy")
         bench = make_edge_bench(
-            request, self, self.bench_settings, benchmark=self.watch_benchmark(request)
+            request, self.engine, self.bench_settings, benchmark=self.watch_benchmark(request)
         )
         self._benches[nodeid] = bench
         request.addfinalizer(bench.close)  # its workload worker ends with the test
@@ -365,14 +265,19 @@ class PluginSession:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if item.nodeid in self.tests:
-            self._record_report(item, call, report)
+        engine = self._engine
+        if engine is not None and item.nodeid in engine.tests:
+            self._record_report(engine, item, call, report)
         return report
 
     def _record_report(
-        self, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
+        self,
+        engine: EnergySession,
+        item: pytest.Item,
+        call: pytest.CallInfo[None],
+        report: pytest.TestReport,
     ) -> None:
-        rec = self.tests[item.nodeid]
+        rec = engine.tests[item.nodeid]
         if report.when == "setup":
             callspec = getattr(item, "callspec", None)
             if callspec is not None:
@@ -416,8 +321,8 @@ class PluginSession:
             if benchmark is not None:
                 from .benchmark_bridge import fill_at_teardown
 
-                fill_at_teardown(benchmark, rec, simulated=self.simulated)
-            self.finish_test(item.nodeid)
+                fill_at_teardown(benchmark, rec, simulated=engine.simulated)
+            engine.finish_test(item.nodeid)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Restore the board before the summary, so a failed restore is reported loudly;
@@ -440,18 +345,20 @@ class PluginSession:
     def _finish_session(self, session: pytest.Session) -> None:
         from ..control.errors import RestoreError
 
+        engine = self._engine
+        if engine is None:  # nothing opened, nothing recorded
+            return
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         try:
-            self.restore_board()
+            engine.restore_board()
         except RestoreError as e:
             if tr is not None:
                 tr.write_line(f"edgeenergy: BOARD NOT RESTORED: {e}", red=True, bold=True)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-        path = self.finish_report()
-        if self.lost_line() is not None:
-            if self.report_incomplete is not None and self.report_incomplete.rescue is None:
-                assert self._engine is not None
-                self._engine.print_document()
+        path = engine.finish_report()
+        if engine.lost_line() is not None:
+            if engine.report_incomplete is not None and engine.report_incomplete.rescue is None:
+                engine.print_document()
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
             gate = self.gate
             if gate is not None and (
@@ -471,19 +378,22 @@ class PluginSession:
         session.exitstatus = exit_status(outcome, session.exitstatus)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.tests:
+        engine = self._engine
+        if engine is None:
+            return
+        if engine.tests:
             from ..present.summary import summary_lines
 
-            title = "energy (SIMULATED: virtual board)" if self.simulated else "energy"
+            title = "energy (SIMULATED: virtual board)" if engine.simulated else "energy"
             terminalreporter.write_sep("=", title)
-            for line in summary_lines(self):
+            for line in summary_lines(engine, self.point_order):
                 terminalreporter.write_line(line)
         results = self.bench_results()
         if results:
             from ..present.bench_summary import bench_lines
             from ..present.interleave_summary import interleave_lines
 
-            simulated = " (SIMULATED)" if self.simulated else ""
+            simulated = " (SIMULATED)" if engine.simulated else ""
             terminalreporter.write_sep("=", "energy benchmarks" + simulated)
             for line in bench_lines(results):
                 terminalreporter.write_line(line)
@@ -496,12 +406,13 @@ class PluginSession:
             terminalreporter.write_sep("=", "energy gate")
             for line in self.gate_lines:
                 terminalreporter.write_line(line)
-        lost = self.lost_line()
+        lost = engine.lost_line()
         if lost is not None:
             terminalreporter.write_line(lost, red=True, bold=True)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        self.close()
+        if self._engine is not None:
+            self._engine.close()
 
 
 def _to_stderr(line: str) -> None:

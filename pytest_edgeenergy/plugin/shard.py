@@ -28,10 +28,9 @@ from typing import Any, Literal
 
 import pytest
 
-from ..errors import InvalidValue
-from ..options_spec import OPTIONS, parse_shard
+from ..options_spec import OPTIONS
 from ..words import counted
-from .options import SettingsError, Value, lookup
+from .options import SettingsError, Value, lookup, parsed
 from .shard_durations import Durations, DurationsError, Timing, durations_of, read_durations
 
 __all__ = [
@@ -114,11 +113,6 @@ def select(items: Sequence[str], unit_of: Callable[[str], str], request: ShardRe
 # -- reading the options -------------------------------------------------------------------
 
 
-def _value(config: pytest.Config, key: str) -> Value | None:
-    opt = OPTIONS[key]
-    return lookup(config, opt, f"edge_{key}")
-
-
 def _read_durations(v: Value) -> Durations:
     try:
         return read_durations(Path(v.text))
@@ -129,8 +123,8 @@ def _read_durations(v: Value) -> Durations:
 def read_request(config: pytest.Config) -> ShardRequest | None:
     """``--edge-shard`` and ``--edge-shard-durations`` (CLI > env > ini); None when no
     shard is asked for. :class:`SettingsError` names the option and what is allowed."""
-    shard_v = _value(config, "shard")
-    durations_v = _value(config, "shard_durations")
+    shard_v = lookup(config, "shard")
+    durations_v = lookup(config, "shard_durations")
     if shard_v is None:
         if durations_v is not None:
             raise SettingsError(
@@ -138,10 +132,7 @@ def read_request(config: pytest.Config) -> ShardRequest | None:
                 "--edge-shard=K/N"
             )
         return None
-    try:
-        index, count = parse_shard(shard_v.text)
-    except InvalidValue as e:
-        raise SettingsError(f"{shard_v.origin}: {e}") from None
+    index, count = parsed(OPTIONS["shard"], shard_v)
     if durations_v is None:
         return ShardRequest(index, count)
     return ShardRequest(index, count, _read_durations(durations_v), durations_v.text)
@@ -217,12 +208,13 @@ class ShardPlugin:
         from . import SESSION_KEY
 
         es = config.stash.get(SESSION_KEY, None)
-        if es is None or es.report_path is None:
+        engine = es.engine_if_made if es is not None else None
+        if engine is None or engine.report_path is None:
             return
-        tests = es.engine.tests
+        tests = engine.tests
         if (nodeid is not None and nodeid not in tests) or not tests:
             return
-        es.update_report(shard=self.record)
+        engine.update_report(shard=self.record)
         self._written = True
 
     @pytest.hookimpl(trylast=True)

@@ -24,9 +24,6 @@ class SessionView(RunView, Protocol):
     def board(self) -> Board | None: ...
 
     @property
-    def point_order(self) -> Sequence[str]: ...
-
-    @property
     def report_path(self) -> Path | None: ...
 
     @property
@@ -66,10 +63,10 @@ SUMMARY_COLUMNS = (
 )
 
 
-def summary_lines(es: SessionView) -> list[str]:
+def summary_lines(es: SessionView, point_order: Sequence[str] = ()) -> list[str]:
     """The energy table printed after the test session under the :func:`board_line`, then
-    the counts (:func:`count_lines`), warnings, the run order of operating points, the
-    report and its errors (wrapped to the table's width)."""
+    the counts (:func:`count_lines`), warnings, the run order of operating points
+    (``point_order``, by id), the report and its errors (wrapped to the table's width)."""
     rows: list[list[str]] = []
     for rec in es.tests.values():
         if _kind(rec) == "benched":  # in the benchmark table
@@ -95,8 +92,8 @@ def summary_lines(es: SessionView) -> list[str]:
             )
     notes = count_lines(es.tests.values())
     notes.extend(f"WARNING: {w['message']}" for w in run_warnings(es))
-    if es.point_order:
-        notes.append("operating points in run order: " + " -> ".join(es.point_order))
+    if point_order:
+        notes.append("operating points in run order: " + " -> ".join(point_order))
     if es.report_path is not None:
         notes.append(f"report: {es.report_path}")
     notes.extend(f"REPORT ERROR: {e}" for e in es.report_errors)

@@ -12,7 +12,8 @@ are front ends over it; scripts and notebooks use it directly::
             run()
     print(w.result.total.energy_j)
 
-Modules: :mod:`.target` (which board: ``sim:MODEL``, ``auto``, a root), :mod:`.session`
+Modules: :mod:`.target` (which board: ``sim:MODEL``, ``auto``, a root; read by
+:func:`pytest_edgeenergy.options_spec.parse_board`), :mod:`.session`
 (the session), :mod:`.report` (the report's writer and entries), :mod:`.records` (what a
 test or window measured), :mod:`.pinning`, :mod:`.warnings` (doubtful figures),
 :mod:`.search` (operating-point searches on the live board), :mod:`.errors`.
@@ -32,11 +33,9 @@ from .errors import (
     WrongThread,
 )
 from .session import EnergySession
-from .target import BoardTarget, parse_board
 
 __all__ = [
     "BoardSetupError",
-    "BoardTarget",
     "EnergySession",
     "NoPowerMonitor",
     "PinRefused",
@@ -46,5 +45,4 @@ __all__ = [
     "TrialSkipped",
     "Unlocked",
     "WrongThread",
-    "parse_board",
 ]

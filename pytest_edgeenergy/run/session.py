@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from ..errors import EdgeEnergyError, InvalidValue
 from .errors import NoPowerMonitor, PinRefused, PointError, SessionClosed, Unlocked, WrongThread
 from .records import TestEnergy
-from .target import BoardTarget, make_virtual_board, parse_board
+from .target import board_target, make_virtual_board
 
 if TYPE_CHECKING:
     from ..board.detect import Board
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from ..control.operating_point import ApplyResult, OperatingPoint
     from ..control.state import Session as ControlSession
     from ..meters.meter import IdleBaseline, Meter, Window, WindowResult
+    from ..options_spec import BoardTarget
     from ..report.writer import ReportIncomplete, ReportWriter
 
 __all__ = [
@@ -90,7 +91,8 @@ class EnergySession:
     module docstring).
 
     ``board``: ``"sim:MODEL"`` (a virtual board made for this session), ``"auto"`` (this
-    machine's board, root ``/``) or a board tree's directory. ``report``: the JSON report's
+    machine's board, root ``/``) or a board tree's directory (a front end passes the
+    :class:`~pytest_edgeenergy.options_spec.BoardTarget` it read). ``report``: the JSON report's
     path (default: a new ``reports/<device>-<time>.json``; nothing is written when no window
     was measured; ``False``: no report at all). ``lock=False`` measures only: no lock is
     taken and nothing pinned (:class:`~.errors.Unlocked`), so the session can watch a board
@@ -114,7 +116,7 @@ class EnergySession:
 
     def __init__(
         self,
-        board: str | Path = "auto",
+        board: BoardTarget | str | Path = "auto",
         *,
         report: str | Path | Literal[False] | None = None,
         lock: bool = True,
@@ -138,7 +140,7 @@ class EnergySession:
         handoff: str | None = None,
         command_line: Sequence[str] | None = None,
     ) -> None:
-        self.target: BoardTarget = parse_board(board)
+        self.target: BoardTarget = board_target(board)
         if not (isinstance(idle_s, (int, float)) and math.isfinite(idle_s) and idle_s >= 0):
             raise InvalidValue(f"idle_s={idle_s!r}: must be a finite number of seconds >= 0")
         self.source_name = source
@@ -201,7 +203,8 @@ class EnergySession:
     def _own_settings(self) -> dict[str, Any]:
         """The report header's settings, named as the pytest options that would ask the same."""
         t = self.target
-        where = {"edge_board": t.text} if t.root is None else {"edge_root": str(t.root)}
+        virtual = t.sim_model is not None
+        where = {"edge_board": t.text} if virtual else {"edge_root": str(t.root or "/")}
         return {**where, "edge_source": self.source_name}
 
     # -- lifecycle ----------------------------------------------------------------------
