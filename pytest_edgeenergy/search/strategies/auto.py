@@ -87,6 +87,9 @@ class AutoStrategy:
         self._points = space.all_points()
         self._x = np.array([self.coords(p) for p in self._points])
         self._index = {p: i for i, p in enumerate(self._points)}
+        self._levels = np.array([space.indices(p) for p in self._points], dtype=int)
+        self._curved = [k for k, dim in enumerate(space.dims) if len(dim.values) > 2]
+        """Knobs with an interior value: each gets a square term in the trend."""
         d = len(space.dims)
         self.initial = initial if initial is not None else (3 if prior else min(d + 3, 8))
         self._prior = self._prior_features(prior) if prior else None
@@ -185,15 +188,32 @@ class AutoStrategy:
             return self.space.knobs(self._points[self._spread(done, corners)])
         if len(ok) < self.initial:
             return self.space.knobs(self._points[self._spread(done, free)])
-        return self.space.knobs(self._points[self._best_expected(ok, free, len(history))])
+        inside = self._inside(ok, free)
+        return self.space.knobs(
+            self._points[self._best_expected(ok, inside or free, len(history))]
+        )
+
+    def _inside(self, ok: list[tuple[int, Trial]], free: list[int]) -> list[int]:
+        """The free points where every knob not yet measured at an interior value (neither
+        its lowest nor its highest) takes one; empty when every knob has been."""
+        import numpy as np
+
+        top = np.array([len(dim.values) - 1 for dim in self.space.dims])
+        rows = [i for i, _ in ok]
+        interior = (self._levels > 0) & (self._levels < top)
+        lacking = [k for k in self._curved if not interior[rows, k].any()]
+        if not lacking:
+            return []
+        return [i for i in free if interior[i, lacking].all()]
 
     def _spread(self, done: dict[Point, Trial], free: list[int]) -> int:
-        """The point of ``free`` farthest from every profiled one (a seeded start)."""
+        """The point of ``free`` farthest from every profiled one; the first, the point
+        nearest the middle of the space."""
         import numpy as np
 
         taken = [self._index[p] for p in done if p in self._index]
-        if not taken:
-            return free[random.Random(self.seed).randrange(len(free))]
+        if not taken:  # the middle of the space: an interior anchor for the model
+            return free[int(np.argmin(np.sum((self._x[free] - 0.5) ** 2, axis=1)))]
         dist = np.min(
             np.sum((self._x[free][:, None, :] - self._x[taken][None, :, :]) ** 2, axis=-1), axis=1
         )
@@ -216,8 +236,8 @@ class AutoStrategy:
     def _trend(self, rows: Sequence[int]) -> Array:
         import numpy as np
 
-        ones = np.ones((len(rows), 1))
-        parts = [ones, self._x[list(rows)]]
+        x = self._x[list(rows)]
+        parts = [np.ones((len(rows), 1)), x, (x[:, self._curved] - 0.5) ** 2]
         if self._prior is not None:
             parts.append(self._prior[list(rows)])
         trend: Array = np.hstack(parts)
