@@ -72,7 +72,7 @@ while True:
         pass
     time.sleep({rest})
 """
-AB_CODE = "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())"
+AB_CODE = "import sys; from pytest_edgeenergy.commands import main; sys.exit(main())"
 RUN_TIMEOUT_S = 3600
 
 

@@ -37,9 +37,9 @@ from typing import Any
 import pytest
 
 from pytest_edgeenergy.report.baselines import BASELINE_RUNS
-from pytest_edgeenergy.report.gate import evaluate
 from pytest_edgeenergy.report.load import load_report
 from pytest_edgeenergy.sim.tree import create
+from pytest_edgeenergy.verdict.independent import evaluate
 
 PAIRS = int(os.environ.get("EDGEENERGY_BENCH_PAIRS", "20"))
 EXPRS = ("energy_per_item:min:5%", "energy_per_item:median:5%", "energy_per_item:mean:5%")

@@ -26,6 +26,7 @@ import json
 import os
 import random
 import statistics
+import sys
 import tempfile
 import time
 from datetime import datetime, timedelta, timezone
@@ -34,7 +35,10 @@ from typing import Any
 
 from pytest_edgeenergy.history import open_store, schema
 from pytest_edgeenergy.history.store import HistoryStore, report_rows
-from pytest_edgeenergy.report.synthetic import synthetic_report
+
+# The synthetic reports are the tests' (tests/synthetic_reports.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from synthetic_reports import synthetic_report
 
 RUNS = int(os.environ.get("EDGEENERGY_BENCH_RUNS", "10000"))
 METRICS = ("energy_per_item", "energy_j", "latency_p90", "throughput", "power_mean", "edp")
@@ -138,7 +142,7 @@ def _gate(report_path: Path, db: Path) -> None:
     import contextlib
     import io
 
-    from pytest_edgeenergy.history.cli import history_main
+    from pytest_edgeenergy.commands.history import history_main
 
     argv = ["gate", str(report_path), "--fail", "energy_per_item:mean:5%", "--db", str(db)]
     with contextlib.redirect_stdout(io.StringIO()):

@@ -10,13 +10,17 @@ per round on 2 cores (the first round also imports scipy). Run with
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_edgeenergy.report.compare import compare_main
-from pytest_edgeenergy.report.synthetic import synthetic_report
+from pytest_edgeenergy.commands.compare import compare_main
+
+# The synthetic reports are the tests' (tests/synthetic_reports.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from synthetic_reports import synthetic_report
 
 REPORTS = 50
 RESULTS_PER_REPORT = 2000

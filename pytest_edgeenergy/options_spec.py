@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +33,8 @@ from .ranges import FloatRange, IntRange, NumberRange, shown
 from .registry import SOURCES_GROUP, STRATEGIES_GROUP, builtin_names, names
 
 __all__ = [
+    "AB_IN_ITS_OWN_ARGUMENTS",
+    "AB_REFUSED",
     "ALL_OPTIONS",
     "BATCH_SIZE",
     "CONTROL_OPTIONS",
@@ -53,6 +55,7 @@ __all__ = [
     "TRIALS",
     "Front",
     "Option",
+    "ab_refused_argument",
     "add_arguments",
     "check_board",
     "parse_board",
@@ -115,11 +118,16 @@ def check_board(text: str) -> str:
     return text
 
 
+def _ascii_digits(text: str) -> bool:
+    # str.isdigit also takes other scripts' digits (Arabic-Indic '٣') and superscripts
+    return text.isascii() and text.isdigit()
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     """``K/N`` as ``(K, N)``; :class:`~.errors.InvalidValue` naming the value and the
     allowed form unless whole numbers with ``1 <= K <= N <=`` :data:`MAX_SHARDS`."""
     k, slash, n = text.strip().partition("/")
-    if slash and k.strip().isdigit() and n.strip().isdigit():
+    if slash and _ascii_digits(k.strip()) and _ascii_digits(n.strip()):
         index, count = int(k), int(n)
         if 1 <= index <= count <= MAX_SHARDS:
             return index, count
@@ -343,10 +351,11 @@ OPTIONS: dict[str, Option] = {
         "--edge-shard-durations",
         "edge_shard_durations",
         "EDGEENERGY_SHARD_DURATIONS",
-        "balance {shard} by the tests' durations in this report or directory of reports "
-        "(a test it lacks counts the median duration)",
+        "balance {shard} by the tests' durations in this file or directory: energy reports, "
+        "pytest-split's .test_durations, JUnit XML (pytest --junitxml); a test they lack "
+        "counts the mean duration",
         None,
-        metavar="REPORT_OR_DIR",
+        metavar="FILE_OR_DIR",
         path=True,
     ),
 }
@@ -670,6 +679,77 @@ ALL_OPTIONS: dict[str, Option] = {
     **SEARCH_OPTIONS,
 }
 """Every described option by key (keys are unique across the tables)."""
+
+
+# -- edgeenergy ab: the options it gives its sessions itself ------------------------------
+
+_AB_REPORT = "ab writes each session's report into its --out directory"
+_AB_GATE = "ab gates B against A itself: give the gate as `edgeenergy ab --fail EXPR`"
+_AB_SEARCH = (
+    "a search picks its operating points from what it measures, so A and B would not be "
+    "measured at the same points"
+)
+AB_REFUSED: dict[str, str] = {
+    "report": _AB_REPORT,
+    "report_overwrite": _AB_REPORT,
+    "only": "ab selects the tests of its extra rounds itself",
+    **dict.fromkeys(GATE_OPTIONS, _AB_GATE),
+    **dict.fromkeys(SEARCH_OPTIONS, _AB_SEARCH),
+    "fail_insufficient": "use `edgeenergy ab --fail-insufficient`",
+    "save_baseline": "an A/B session is no baseline of one version; save baselines with a "
+    "plain pytest run",
+    "history_add": "an A/B session is no run of one version; add runs to the history from a "
+    "plain pytest run",
+}
+"""The options ``edgeenergy ab`` gives its sessions itself (report, test selection) or that
+would make its sessions gate, record or search on their own, by key, with why: refused
+however they are given (flag, ``-o`` ini override, ``PYTEST_ADDOPTS``, an ini file's
+``addopts``), their environment variables and ini keys left out. Every option of the gate's
+and the search's tables is in it, so an option added there is refused too."""
+
+AB_IN_ITS_OWN_ARGUMENTS = ("report", "only")
+"""Of :data:`AB_REFUSED`, the flags ab itself gives a session (``--edge-report=``,
+``--edge-only=``)."""
+
+_SHORT_FLAGS = frozenset("xVhvqls")
+"""pytest's one-letter options that take no value (``-qo key=v`` is ``-q -o key=v``)."""
+
+
+def ab_refused_argument(argv: Sequence[str]) -> tuple[str, str] | None:
+    """The first argument of ``argv`` (pytest's arguments) that gives an option of
+    :data:`AB_REFUSED`, and that option's key; None when none does. Read as pytest reads
+    them: ``--edge-fail=X`` and ``--edge-fail X`` (pytest takes no abbreviations), an ini
+    override ``-o KEY=V``, ``-oKEY=V``, ``-qo KEY=V``, ``--override-ini[=]KEY=V``; nothing
+    after ``--``."""
+    by_flag = {ALL_OPTIONS[k].flag: k for k in AB_REFUSED}
+    by_ini = {ALL_OPTIONS[k].ini: k for k in AB_REFUSED}
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return None
+        following = args[i + 1] if i + 1 < len(args) else ""
+        name, eq, value = arg.partition("=")
+        if name in by_flag:
+            return arg, by_flag[name]
+        override = None
+        if name == "--override-ini":
+            override = value if eq else following
+        elif arg.startswith("-") and not arg.startswith("--"):
+            override = _short_override(arg[1:], following)
+        if override is not None and override.partition("=")[0] in by_ini:
+            shown_arg = arg if override in arg else f"{arg} {override}"
+            return shown_arg, by_ini[override.partition("=")[0]]
+    return None
+
+
+def _short_override(letters: str, following: str) -> str | None:
+    """The ``-o`` value in a cluster of one-letter options (``qo`` + next, ``okey=v``)."""
+    for j, letter in enumerate(letters):
+        if letter == "o":
+            return letters[j + 1 :] or following
+        if letter not in _SHORT_FLAGS:
+            return None
+    return None
 
 
 # -- the edgeenergy front end --------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Writes that stay where they belong: containment checks, no-follow opens, temp files that
-are cleaned up, and signals held while a write is in flight.
+are cleaned up, and signals held while a write is in flight (and SIGTERM raised as an
+interrupt, :func:`sigterm_raises`, so that cleanup runs as after Ctrl-C).
 
 A leaf module (imports nothing of ours but :mod:`.errors`) used by the control layer (knob
 files, lock, journal) and the report layer (report and its temp files). The tool runs as
@@ -113,6 +114,25 @@ def signals_held() -> Iterator[None]:
                 signal.raise_signal(number)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where it lands (:func:`sigterm_raises`) so that a run cleans up as
+    after Ctrl-C."""
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in the main thread while the body runs."""
+
+    def raise_terminated(signum: int, frame: FrameType | None) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def take_pending_signal() -> int | None:
     """Inside :func:`signals_held`: consume a SIGINT/SIGTERM that arrived meanwhile, so it
     is not delivered at the end; its number, or None when none came."""
@@ -126,11 +146,17 @@ def take_pending_signal() -> int | None:
 
 
 def temp_name(target: Path) -> str:
-    """The prefix of this process's temp files for ``target``: ``.<name>.<pid>.``."""
-    return f".{target.name}.{os.getpid()}."
+    """The prefix of this thread's temp files for ``target``: ``.<name>.<pid>-<thread>.``
+    (two threads of one process writing the same file never share a temp file)."""
+    return f".{target.name}.{os.getpid()}-{threading.get_native_id()}."
 
 
-_TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[^/]*tmp$")
+_TEMPS = (
+    re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)-\d+\.[^/]*tmp$"),
+    re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[^/]*tmp$"),
+)
+"""A temp file of :func:`temp_name`, or ``.<name>.<pid>.*tmp`` as older versions named them
+(the thread's number, after a dash, tells the pid from a random suffix of digits)."""
 
 
 def _alive(pid: int) -> bool:
@@ -153,7 +179,7 @@ def remove_stale_temps(directory: Path, *, suffix: str = "") -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        match = _TEMP.match(entry.name)
+        match = _TEMPS[0].match(entry.name) or _TEMPS[1].match(entry.name)
         if match is None or not match.group("name").endswith(suffix):
             continue
         if _alive(int(match.group("pid"))) or not entry.is_file(follow_symlinks=False):

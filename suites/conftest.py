@@ -10,6 +10,10 @@ LLM suite ``DIR/<workload>/`` (a local model directory: config.json + safetensor
 ``--edge-data DIR`` (env ``EDGEENERGY_DATA``): an ImageFolder the training suite reads instead
 of synthetic JPEGs. Synthetic JPEGs are cached under ``$EDGEENERGY_CACHE``, else pytest's
 cache directory (``.pytest_cache``), else ``~/.cache/pytest-edgeenergy``.
+A suite marked ``needs_here(module, reason)`` is skipped with the reason when this Python
+lacks the module, unless its workloads run in a workload worker (``--edge-workload-python``,
+``--edge-workload-prefix``: the harness's Python then needs no torch; the worker's
+interpreter is checked per test).
 """
 
 from __future__ import annotations
@@ -131,6 +135,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """A bad weights or data directory or token list stops the session at once, naming its
     source."""
+    config.addinivalue_line(
+        "markers",
+        "needs_here(module, reason): skip with the reason when this Python lacks the module "
+        "and the workloads run in process",
+    )
     for flag, dest, env in (
         ("--edge-weights", "edge_weights", WEIGHTS_ENV),
         ("--edge-data", "edge_data", DATA_ENV),
@@ -144,6 +153,24 @@ def pytest_configure(config: pytest.Config) -> None:
             _given_token_counts(config, flag, dest, env, minimum, what)
         except WorkloadError as e:
             raise pytest.UsageError(str(e)) from None
+
+
+@pytest.fixture(autouse=True)
+def _modules_here(request: pytest.FixtureRequest) -> None:
+    """Skip a test marked ``needs_here`` whose module this Python lacks, before any other
+    fixture pins the board; not when the workloads run in a worker."""
+    markers = list(request.node.iter_markers("needs_here"))
+    if not markers:
+        return
+    from pytest_edgeenergy.plugin.bench_options import build
+    from pytest_edgeenergy.workloads.modes import importable
+
+    if build(request.config).placement.out_of_process:
+        return
+    for marker in markers:
+        module, reason = marker.args
+        if not importable(module):
+            pytest.skip(reason)
 
 
 def _dir_option(config: pytest.Config, dest: str, env: str, flag: str) -> Path | None:

@@ -14,14 +14,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-pytest.importorskip("torch", reason="the benchmark suites need torch (pip install torch)")
-pytest.importorskip("torchvision", reason="classification needs torchvision")
-
 from pytest_edgeenergy.workloads.grid import INFERENCE_ARGS, inference_params, prepare_inference
 from pytest_edgeenergy.workloads.vision import NUM_CLASSES
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.bench.runner import EdgeBench
+
+pytestmark = [
+    pytest.mark.needs_here("torch", "the benchmark suites need torch (pip install torch)"),
+    pytest.mark.needs_here("torchvision", "classification needs torchvision"),
+]
 
 
 @pytest.mark.parametrize(INFERENCE_ARGS, inference_params("classification"))

@@ -35,6 +35,7 @@ from pytest_edgeenergy.workloads.interleave import (
     marginal_attribution,
 )
 from pytest_edgeenergy.workloads.modes import DEVICES
+from pytest_edgeenergy.workloads.remote import in_process_only
 from pytest_edgeenergy.workloads.training import prepare_training_data
 
 if TYPE_CHECKING:
@@ -105,6 +106,7 @@ def test_interleave(
     edge_data_dir: Path | None,
     edge_cache_dir: Path,
 ) -> None:
+    in_process_only(edge_bench, "the interleave suite")
     check_and_preflight(edge_bench, train_workload, "eager", "fp32", device, train_batch_size)
     check_and_preflight(edge_bench, infer_workload, "eager", "fp32", device, batch_size)
     window_s = max(
@@ -167,7 +169,10 @@ def test_interleave(
     )
     edge_bench.note("interleave", extra)
     _derive(edge_bench, per_window)
-    assert extra["queries"] > 0 and extra["train_minibatches"] > 0
+    # Every query of every window served. Training's progress is a measured figure: a
+    # window without a minibatch is 0 minibatches/s and a note (extra.interleave.note),
+    # an infeasible point for a search, not a failed test.
+    assert extra["queries"] == len(stream.arrivals_s) * len(windows)
 
 
 def _derive(

@@ -37,6 +37,7 @@ from pytest_edgeenergy.workloads.llm_grid import (
 )
 from pytest_edgeenergy.workloads.llm_metrics import llm_metrics
 from pytest_edgeenergy.workloads.llm_shapes import estimate_llm_memory, param_count
+from pytest_edgeenergy.workloads.remote import in_process_only
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.bench.runner import EdgeBench
@@ -54,6 +55,7 @@ def test_llm(
     device: str,
     edge_weights_dir: Path | None,
 ) -> None:
+    in_process_only(edge_bench, "the LLM suite")
     reason = quick_skip_reason(workload, precision, is_quick(edge_bench))
     if reason is not None:
         pytest.skip(reason)

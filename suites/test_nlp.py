@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-pytest.importorskip("torch", reason="the benchmark suites need torch (pip install torch)")
-
 from pytest_edgeenergy.workloads.grid import INFERENCE_ARGS, inference_params, prepare_inference
 from pytest_edgeenergy.workloads.nlp import SEQ_LEN_TOKENS
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.bench.runner import EdgeBench
+
+pytestmark = pytest.mark.needs_here("torch", "the benchmark suites need torch (pip install torch)")
 
 
 @pytest.mark.parametrize(INFERENCE_ARGS, inference_params("nlp"))

@@ -13,15 +13,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-pytest.importorskip("torch", reason="the benchmark suites need torch (pip install torch)")
-pytest.importorskip("torchvision", reason="the stream suite needs torchvision")
-
 from pytest_edgeenergy.bench.scenarios import Scenario
 from pytest_edgeenergy.workloads.grid import prepare_inference
 from pytest_edgeenergy.workloads.vision import NUM_CLASSES
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.bench.runner import EdgeBench
+
+pytestmark = [
+    pytest.mark.needs_here("torch", "the benchmark suites need torch (pip install torch)"),
+    pytest.mark.needs_here("torchvision", "the stream suite needs torchvision"),
+]
 
 WORKLOAD = "mobilenet_v2"
 FRAMES_PER_S = 30.0

@@ -16,22 +16,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-pytest.importorskip("torch", reason="the benchmark suites need torch (pip install torch)")
-
 from pytest_edgeenergy.bench.scenarios import OFFLINE
 from pytest_edgeenergy.workloads.grid import (
     COMBINATION_ARGS,
     check_and_preflight,
     combination_params,
-    phase_or_skip,
-)
-from pytest_edgeenergy.workloads.training import (
-    build_trainer,
-    prepare_training_data,
+    prepare_training,
 )
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.bench.runner import EdgeBench
+
+pytestmark = pytest.mark.needs_here("torch", "the benchmark suites need torch (pip install torch)")
 
 
 @pytest.mark.parametrize(COMBINATION_ARGS, combination_params("training"))
@@ -48,16 +44,14 @@ def test_training(
     edge_cache_dir: Path,
 ) -> None:
     check_and_preflight(edge_bench, workload, graph_mode, precision, device, batch_size)
-    data = prepare_training_data(
-        workload, batch_size, data_dir=edge_data_dir, cache_root=edge_cache_dir
-    )
-    step = phase_or_skip(
+    step = prepare_training(
         edge_bench,
-        "load",
-        lambda: build_trainer(
-            workload, batch_size, device=device, data=data, weights_dir=edge_weights_dir
-        ),
+        workload,
+        batch_size,
         device,
+        data_dir=edge_data_dir,
+        cache_dir=edge_cache_dir,
+        weights_dir=edge_weights_dir,
     )
     try:
         # Offline whatever --edge-scenario says: a training step serves no queries to pace.

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.ab.main import ab_main
+from pytest_edgeenergy.commands.ab import ab_main
 from pytest_edgeenergy.control.errors import SessionBusy
 from pytest_edgeenergy.control.state import (
     HANDOFF_ENV,
@@ -36,8 +37,8 @@ from pytest_edgeenergy.control.state import (
     choose_state_path,
     new_handoff_token,
 )
+from pytest_edgeenergy.handoff import give
 from pytest_edgeenergy.report.model import build_ab
-from pytest_edgeenergy.report.synthetic import synthetic_report
 from pytest_edgeenergy.sim.runner import SimProcess
 from pytest_edgeenergy.sim.tree import create
 
@@ -112,7 +113,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def ab_command(*argv: str | Path) -> list[str]:
-    code = "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())"
+    code = "import sys; from pytest_edgeenergy.commands import main; sys.exit(main())"
     return [sys.executable, "-c", code, "ab", *map(str, argv)]
 
 
@@ -197,15 +198,19 @@ def board(pristine: Path, tmp_path: Path) -> Path:
 
 def start_session(board: Path, token: str | None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != HANDOFF_ENV}
-    if token is not None:
-        env[HANDOFF_ENV] = token
-    return subprocess.run(
-        [sys.executable, "-c", SESSION, str(board)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    fds = () if token is None else (give(token, env),)
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", SESSION, str(board)],
+            env=env,
+            pass_fds=fds,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def test_a_child_given_the_token_runs_inside_the_holders_lock(board: Path) -> None:

@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_edgeenergy import plugin
-from pytest_edgeenergy.cli import _parser
+from pytest_edgeenergy.commands import _parser
 from pytest_edgeenergy.plugin.bench_options import BENCH_OPTIONS
 from pytest_edgeenergy.plugin.options import (
     CONTROL_OPTIONS,
@@ -76,6 +76,7 @@ RANGES = {
     "--edge-min-window-s": ">= 0 and <= 3600 s",
     "--edge-rate": ">= 0.01 and <= 100000 queries per second",
     "--edge-latency-bound-s": "> 0 and <= 3600 s",
+    "--edge-workload-timeout": ">= 1 and <= 86400 s",
 }
 NUMERIC_METAVARS = {"N", "MS", "SECONDS", "S", "W", "K", "PER_S", "SIZES"}
 """Placeholders of options that take numbers (``--edge-sim-load`` takes host|FRACTION)."""

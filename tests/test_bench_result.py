@@ -15,7 +15,7 @@ from pytest_edgeenergy.bench.result import (
 )
 from pytest_edgeenergy.control.operating_point import OperatingPoint
 from pytest_edgeenergy.meters.window import RailEnergy, TotalEnergy, WindowResult
-from pytest_edgeenergy.plugin.bench_summary import SUMMARY_HEADER, format_rows, summary_rows
+from pytest_edgeenergy.present.bench_summary import SUMMARY_HEADER, format_rows, summary_rows
 from pytest_edgeenergy.report.schema import report_schema
 
 
@@ -196,6 +196,8 @@ def test_summary_rows_name_a_runs_label_and_round_up_the_prefix() -> None:
     assert summary_rows([paced], header=False)[0][1] == "cpu fixed-rate@30/s"
     offline = bench([window(0.5, 2.0)], workload="w", scenario="offline")
     assert summary_rows([offline], header=False)[0][1] == "cpu"
+    both = bench([window(0.5, 2.0)], workload="w", scheduler="threads", rate_qps=10.0)
+    assert summary_rows([both], header=False)[0][1] == "cpu threads@10/s"
 
 
 def test_report_params_operating_point_shapes() -> None:

@@ -12,9 +12,9 @@ import pytest
 
 from pytest_edgeenergy.bench.runner import MAX_CALLS_PER_REPEAT, EdgeBench, plan_calls
 from pytest_edgeenergy.plugin.bench_options import BenchSettings
-from pytest_edgeenergy.plugin.bench_summary import summary_rows
 from pytest_edgeenergy.plugin.options import Settings
 from pytest_edgeenergy.plugin.session import PluginSession
+from pytest_edgeenergy.present.bench_summary import summary_rows
 
 SETTINGS = BenchSettings(items=8, repeats=2, warmup=2, min_window_s=0.1)
 DATA = b"x" * 256

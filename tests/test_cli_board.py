@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.plugin.options import SIM_MODELS
 from pytest_edgeenergy.sim.truth import read_truth
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.sim.runner import LOAD_OVERRIDE, SimProcess
 from pytest_edgeenergy.sim.tree import create
 from pytest_edgeenergy.sim.truth import read_truth
@@ -217,7 +217,7 @@ def test_tegrastats_energy_missing_file_is_exit_2(
 
 @pytest.mark.parametrize("command", ["compare", "tegrastats-energy"])
 def test_passthrough_commands_answer_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from pytest_edgeenergy.cli import main
+    from pytest_edgeenergy.commands import main
 
     try:
         code = main([command, "--help"])

@@ -11,13 +11,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.plugin.options import Settings
 from pytest_edgeenergy.plugin.session import PluginSession
-from pytest_edgeenergy.plugin.summary import summary_lines
+from pytest_edgeenergy.present.summary import summary_lines
 from pytest_edgeenergy.report.load import ReportError, load_report
-from pytest_edgeenergy.report.synthetic import synthetic_report
 from pytest_edgeenergy.run.records import TestEnergy as Record
 from pytest_edgeenergy.sim.runner import LOAD_OVERRIDE, SimProcess
 from pytest_edgeenergy.sim.tree import create
@@ -174,7 +174,7 @@ WITHOUT = textwrap.dedent(
     import sys
     for name in sys.argv[1].split(","):
         sys.modules[name] = None  # as if not installed
-    from pytest_edgeenergy.cli import main
+    from pytest_edgeenergy.commands import main
     sys.exit(main(sys.argv[2:]))
     """
 )

@@ -35,7 +35,8 @@ COMMAND_TIMEOUT_S = 120
 
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)")
 _MARKER = re.compile(r"^<!--\s*(?P<kind>[a-z-]+)\s*(?::\s*(?P<arg>.*?))?\s*-->$")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+_NUMBER = re.compile(r"(?:(?<![\w-])-)?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+"""A number, its sign included (a net energy below idle on a busy host prints -0.02)."""
 _RULE = re.compile(r"(?<![^\s])-{2,}(?![^\s])")
 """A run of dashes standing alone: a column's rule under a table's header."""
 _ABS_PATH = re.compile(r"(?<![\w.])/[\w.+@-]+(?:/[\w.+@*-]*)*")
@@ -281,7 +282,9 @@ def missing_lines(shown: list[str], actual: str) -> list[str]:
     ]
 
 
-def _check_block(block: Block, workdir: Path) -> Iterator[str]:
+def _check_block(block: Block, workdir: Path, *, outputs: bool = True) -> Iterator[str]:
+    """What differs from the page when ``block`` runs in ``workdir``: an exit status, and
+    (``outputs``) a line shown that the command no longer prints."""
     options = run_options(block.arg)
     steps = commands(block)
     assert steps, f"{block.where}: a run block without a command"
@@ -292,7 +295,7 @@ def _check_block(block: Block, workdir: Path) -> Iterator[str]:
         if code != expected:
             yield f"{block.where}: `{command}` exited {code}, not {expected}:\n{tail}"
             return
-        if options.output and (missing := missing_lines(shown, output)):
+        if outputs and options.output and (missing := missing_lines(shown, output)):
             yield (
                 f"{block.where}: `{command}` no longer prints these lines shown in the docs:\n"
                 + "\n".join(missing)
@@ -306,9 +309,13 @@ def _check_block(block: Block, workdir: Path) -> Iterator[str]:
     ids=[str(path.relative_to(REPO)) for path, _ in _pages_to_run()],
 )
 def test_command_blocks_run(page: Path, blocks: list[Block], tmp_path: Path) -> None:
+    """A page's blocks, run in order in one directory, and then again there: an example
+    runs again as written (its output may then differ: a second report in ``reports/``)."""
     workdir = _workdir(tmp_path)
     problems = [problem for block in blocks for problem in _check_block(block, workdir)]
     assert not problems, "\n\n".join(problems)
+    again = [p for block in blocks for p in _check_block(block, workdir, outputs=False)]
+    assert not again, "run a second time in the same directory:\n" + "\n\n".join(again)
 
 
 def test_the_output_check_masks_figures_but_not_words() -> None:
@@ -323,6 +330,13 @@ def test_the_output_check_masks_figures_but_not_words() -> None:
     assert run_options("output exit=2") == RunOptions(True, 2)
     with pytest.raises(ValueError, match="allowed: output, exit=N"):
         run_options("fast")
+
+
+def test_a_block_that_cannot_run_again_is_found(tmp_path: Path) -> None:
+    block = Block(README, 1, "console", "$ mkdir out\n$ ls", "run", "")
+    assert list(_check_block(block, tmp_path)) == []
+    [again] = _check_block(block, tmp_path, outputs=False)
+    assert again.startswith("README.md:1: `mkdir out` exited 1, not 0")
 
 
 # -- (c) the README is a front page, and links resolve ----------------------------------------
@@ -438,7 +452,7 @@ def test_every_plugin_option_is_in_the_options_reference(pytester: pytest.Pytest
 def test_every_edgeenergy_command_is_in_the_cli_reference(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from pytest_edgeenergy.cli import main
+    from pytest_edgeenergy.commands import main
 
     with pytest.raises(SystemExit) as done:
         main(["--help"])

@@ -52,7 +52,7 @@ def test_internal_errors_are_not_user_errors() -> None:
 
 
 def test_cli_user_error_is_one_line_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
-    from pytest_edgeenergy.cli import main
+    from pytest_edgeenergy.commands import main
 
     # A user error: one line, exit 2.
     assert main(["board", "--root", "/nonexistent/board-root"]) == 2

@@ -190,7 +190,8 @@ def _make_venv(base: Path) -> Venv:
     (site / "_edgeenergy_project.pth").write_text("\n".join(lines) + "\n")
     script = env.root / "bin" / "edgeenergy"  # the console script pip writes for the project
     script.write_text(
-        f"#!{env.python}\nimport sys\nfrom pytest_edgeenergy.cli import main\nsys.exit(main())\n"
+        f"#!{env.python}\nimport sys\nfrom pytest_edgeenergy.commands import main\n"
+        "sys.exit(main())\n"
     )
     script.chmod(0o755)
     return env

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 from test_gate_plugin import BENCH as GATE_BENCH
 from test_gate_plugin import WORKLOAD
 from test_paired_plugin import _report as round_report  # three repeats around a median
 
-from pytest_edgeenergy.cli import main
-from pytest_edgeenergy.report.synthetic import synthetic_report
+from pytest_edgeenergy.commands import main
 
 MEDIAN_5 = "energy_per_item:median:5%"
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -70,7 +70,7 @@ SAME = _steady(1.0, [0.004, -0.003, 0.001])
 def _ab(tmp_path: Path, *argv: str | Path) -> subprocess.CompletedProcess[str]:
     summary = tmp_path / "summary.md"
     env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary)}
-    code = "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())"
+    code = "import sys; from pytest_edgeenergy.commands import main; sys.exit(main())"
     return subprocess.run(
         [sys.executable, "-c", code, "ab", *map(str, argv)],
         env=env,

@@ -141,6 +141,33 @@ def test_metric_that_cannot_exist_is_a_usage_error_before_any_test_runs(
     assert not ran.exists()
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device", "loop"])
+def test_a_baseline_that_is_no_file_nor_directory_is_a_usage_error_before_any_test_runs(
+    pytester: pytest.Pytester, tmp_path: Path, kind: str
+) -> None:
+    """Read as a directory, `--edge-baseline <(cat r.json)` held no reports: 'no baseline
+    yet', and the run passed ungated."""
+    baseline = tmp_path / "base"
+    if kind == "fifo":
+        os.mkfifo(baseline)
+        said = "is a pipe (FIFO); a baseline is a report file or a directory of reports"
+    elif kind == "device":
+        baseline = Path("/dev/zero")
+        said = "is a character device; a baseline is a report file or a directory of reports"
+    else:
+        os.symlink(tmp_path / "other", baseline)
+        os.symlink(baseline, tmp_path / "other")
+        said = "is a loop of symbolic links"
+    ran = tmp_path / "ran"
+    pytester.makepyfile(test_w=f"def test_w():\n    open({str(ran)!r}, 'w').close()\n")
+    result = pytester.runpytest_subprocess(
+        f"--edge-baseline={baseline}", "--edge-fail=energy_per_item:mean:5%"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--edge-baseline {baseline}: {said}*"])
+    assert not ran.exists()
+
+
 @pytest.mark.parametrize(
     ("expr", "fixture", "message"),
     [

@@ -59,6 +59,40 @@ def test_two_steps() -> None:
     assert changes[0].after == changes[1].before
 
 
+def test_a_level_that_goes_up_and_comes_back_is_found_both_ways() -> None:
+    """No split of the whole series shows it (half of such series reported nothing); the
+    whole-series test also scans segments. The issue's case: +8 % from run 15 to run 35."""
+    for seed in range(10):
+        changes = find_changes(noisy([(15, 1.0), (20, 1.08), (15, 1.0)], 0.03, seed))
+        assert all(any(abs(c.index - at) <= 1 for c in changes) for at in (15, 35)), seed
+        assert changes[0].rel_change > 0 > changes[-1].rel_change
+
+
+def test_two_disturbed_runs_do_not_hide_a_level_that_comes_back() -> None:
+    """Two runs 25 % high anywhere: they no longer inflate the noise PELT sees, nor pass for
+    a step at the end of a window between two changes."""
+    for seed in range(10):
+        values = noisy([(15, 1.0), (20, 1.1), (15, 1.0)], 0.02, seed)
+        for run in random.Random(100 + seed).sample(range(50), 2):
+            values[run] *= 1.25
+        changes = find_changes(values)
+        assert all(any(abs(c.index - at) <= 1 for c in changes) for at in (15, 35)), seed
+
+
+def test_runs_that_drift_are_said_to_look_autocorrelated() -> None:
+    for seed in range(4):
+        rng = random.Random(seed)
+        drift = [1 + 0.05 * math.sin(2 * math.pi * i / 24) + rng.gauss(0, 0.01) for i in range(60)]
+        changes = find_changes(drift)
+        assert changes, seed  # levels of the drift, reported as changes: said to be suspect
+        assert all(c.autocorrelated for c in changes)
+        assert len({c.autocorrelation for c in changes}) == 1  # one figure of the series
+    for seed in range(6):  # independent runs around two changes: nothing said
+        changes = find_changes(noisy([(15, 1.0), (20, 1.08), (15, 1.0)], 0.03, seed))
+        assert len(changes) == 2 and not any(c.autocorrelated for c in changes)
+        assert changes[0].autocorrelation < 0.3
+
+
 @pytest.mark.parametrize(
     ("values", "min_size"),
     [([], 3), ([1.0], 3), ([1.0, 2.0, 1.0, 5.0, 5.0], 3), ([1.0] * 4 + [9.0] * 5, 5)],

@@ -8,13 +8,14 @@ commit per run, added with `edgeenergy history add` as CI would.
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.cli import main
-from pytest_edgeenergy.report.synthetic import synthetic_report
+from pytest_edgeenergy.commands import main
 
 START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 STEP_AT = 8
@@ -97,6 +98,27 @@ def test_gate_without_earlier_runs_passes_saying_so(
         assert "nothing to gate against yet" in out
 
 
+def test_gate_against_one_earlier_run_says_the_last_run(
+    baseline_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    same = write_run(tmp_path / "same.json", 10)
+    _, out, _ = run_cli(
+        capsys, "history", "gate", str(same), "--fail", "energy_per_item:mean:10%",
+        "--db", str(baseline_db), "--window", "1",
+    )  # fmt: skip
+    assert "the last run of sim:agx-orin" in out and "1 runs" not in out
+
+
+def test_the_page_counts_one_board_and_its_changes_in_words(
+    step_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "page.html"
+    code, said, err = run_cli(capsys, "history", "html", str(out), "--db", str(step_db))
+    assert code == 0, err
+    assert said.endswith(", 1 board\n") and "1 boards" not in out.read_text()
+    assert ", 1 board</span>" in out.read_text()
+
+
 def test_gate_bad_input_is_exit_2(
     baseline_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -158,13 +180,46 @@ def test_changes_finds_the_step_with_its_commits(
     assert "2 changes in 2 series" in out
 
 
+@pytest.fixture
+def drift_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """48 runs whose energy drifts slowly (a sine of 24 runs, 6 %) under 2 % noise."""
+    db = tmp_path / "drift.db"
+    paths = [
+        str(write_run(tmp_path / f"d{i}.json", i, scale=1 + 0.06 * math.sin(2 * math.pi * i / 24)))
+        for i in range(48)
+    ]
+    code, _, err = run_cli(capsys, "history", "add", *paths, "--db", str(db))
+    assert code == 0, err
+    return db
+
+
+def test_changes_of_runs_that_drift_say_the_runs_look_autocorrelated(
+    drift_db: Path, step_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ("history", "changes", "--metric", "energy_per_item", "--db")
+    code, out, err = run_cli(capsys, *argv, str(drift_db), "--json")
+    assert code == 0, err
+    found = json.loads(out)["changes"]
+    assert found and all(c["autocorrelated"] and c["autocorrelation"] > 0 for c in found)
+    code, out, _ = run_cli(capsys, *argv, str(drift_db))
+    rows = [line for line in out.splitlines() if line.startswith("suites/")]
+    assert len(rows) == len(found) and all(row.endswith("~") for row in rows)
+    assert out.rstrip().splitlines()[-1].startswith("~ the series' runs look autocorrelated")
+    assert "may be a slow drift rather than a step" in out
+    # a step between independent runs: no mark, no note
+    code, out, _ = run_cli(capsys, *argv, str(step_db), "--json")
+    assert [c["autocorrelated"] for c in json.loads(out)["changes"]] == [False, False]
+    code, out, _ = run_cli(capsys, *argv, str(step_db))
+    assert "~" not in out and "autocorrelated" not in out
+
+
 def test_changes_filters_by_time_and_test(
     step_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = str(step_db)
     later = (START + timedelta(days=30)).date().isoformat()
     code, out, _ = run_cli(capsys, "history", "changes", "--since", later, "--db", db)
-    assert code == 0 and out.startswith("0 changes in 0 series;")
+    assert code == 0 and out == "no change in 0 series\n"  # no commits legend for none
     code, out, _ = run_cli(
         capsys, "history", "changes", "--test", "nothing-like-this*", "--json", "--db", db
     )
@@ -186,3 +241,21 @@ def test_a_metric_the_history_does_not_hold_is_named_with_those_it_does(
         assert "--metric 'energy_per_itm'" in err
         assert "its metrics: edp, energy_j, energy_per_item" in err
     assert not (tmp_path / "p.html").exists()
+
+
+def test_init_creates_an_empty_history_once_and_a_gate_then_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "new" / "h.db"
+    new = write_run(tmp_path / "new.json", 1)
+    gate = ["history", "gate", str(new), "--fail", "energy_per_item:mean:5%", "--db", str(db)]
+    code, _, err = run_cli(capsys, *gate)
+    assert code == 2 and f"`edgeenergy history init --db {db}` creates it empty" in err
+    assert not db.parent.exists()
+    code, out, _ = run_cli(capsys, "history", "init", "--db", str(db))
+    assert code == 0 and out == f"created the history database {db} (empty)\n"
+    code, out, _ = run_cli(capsys, *gate)
+    assert code == 0 and "nothing to gate against yet" in out
+    assert run_cli(capsys, "history", "add", str(new), "--db", str(db))[0] == 0
+    code, out, _ = run_cli(capsys, "history", "init", "--db", str(db))
+    assert code == 0 and out == f"the history database {db} is there already: 1 run\n"

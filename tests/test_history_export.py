@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pg_server import fresh_database, pg_server
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.history.export import measure_slug
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 

@@ -11,6 +11,7 @@ page's script ran, logs the console to stderr, and takes a screenshot.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -19,9 +20,9 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.cli import main
-from pytest_edgeenergy.report.synthetic import synthetic_report
+from pytest_edgeenergy.commands import main
 
 START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 RUNS = 16
@@ -145,7 +146,7 @@ def test_the_page_shows_every_series_with_its_changes(
     text = dom(path, tmp_path)
     found = figures(text)
     assert len(found) == 4  # 2 boards x 2 tests
-    counts = re.fullmatch(r"wrote (.+): (\d+) series, (\d+) changes, (\d+) boards\n", said)
+    counts = re.fullmatch(r"wrote (.+): (\d+) series, (\d+) changes?, (\d+) boards?\n", said)
     assert counts and counts.group(1) == str(path)
     assert int(counts.group(2)) == 4 and int(counts.group(4)) == 2
     changes = sum(int(attr(f, "data-changes")) for f in found)
@@ -253,3 +254,30 @@ def test_an_empty_selection_is_a_page_that_says_so(
     )
     assert code == 0 and said == f"wrote {out}: 0 series, 0 changes, 0 boards\n"
     assert "No series in the history match." in out.read_text()
+
+
+def test_a_series_whose_runs_drift_says_they_look_autocorrelated(
+    page: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The note of ``history changes`` under the series' changes; none under a clean step."""
+    db, paths = tmp_path / "drift.db", []
+    for i in range(48):  # a slow drift: a sine of 24 runs, 6 %, under 2 % noise
+        report = synthetic_report(
+            workloads=("resnet18",), batch_sizes=(8,), gpu_freqs_hz=(612e6,), noise=0.02,
+            energy_scale=1 + 0.06 * math.sin(2 * math.pi * i / 24), seed=i,
+            started_at=START + timedelta(hours=i),
+        )  # fmt: skip
+        report["git"] = {"commit": f"{i:02d}" + "ab" * 19, "dirty": False}
+        paths.append(tmp_path / f"drift-{i}.json")
+        paths[-1].write_text(json.dumps(report))
+    code, _, err = run_cli(capsys, "history", "add", *map(str, paths), "--db", str(db))
+    assert code == 0, err
+    out = tmp_path / "drift.html"
+    code, said, err = run_cli(capsys, "history", "html", str(out), "--db", str(db))
+    assert code == 0, err
+    text = out.read_text(encoding="utf-8")
+    notes = re.findall(r'<p class="autocorrelated">Note: ([^<]*)</p>', text)
+    changes = re.search(r", (\d+) changes, ", said)
+    assert changes and int(changes.group(1)) > 0 and len(notes) == 1  # one note for the series
+    assert "runs look autocorrelated" in notes[0] and re.search(r"\(r = 0\.\d\d\)\.$", notes[0])
+    assert 'class="autocorrelated"' not in page[0].read_text(encoding="utf-8")

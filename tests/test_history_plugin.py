@@ -111,3 +111,24 @@ def test_an_unreachable_database_stops_the_run_before_any_test_without_its_passw
     text = result.stdout.str() + result.stderr.str()
     assert "--edge-history: " in text and "s3cret" not in text
     assert "test_work" not in result.stdout.str()  # nothing ran
+
+
+def test_a_gate_against_a_missing_history_is_a_usage_error_and_creates_nothing(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gate alone reads the history: a typo must not make an empty database that passes
+    every run ("nothing to gate against yet"); only --edge-history-add creates one."""
+    pytester.makepyfile(test_inner=INNER)
+    empty = pytester.path / "empty.db"
+    empty.write_bytes(b"")
+    for db in ("typo/TYPO.db", "empty.db"):
+        result = run(
+            pytester, monkeypatch, 0.1, f"--edge-history={db}", "--edge-fail=energy_j:mean:5%"
+        )
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            [f"*--edge-history: *{db}*`edgeenergy history init --db {db}` creates it empty*"]
+        )
+        assert "test_work" not in result.stdout.str()  # nothing ran
+    assert not (pytester.path / "typo").exists()
+    assert empty.stat().st_size == 0

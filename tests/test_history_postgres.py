@@ -13,12 +13,12 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 from pg_server import fresh_database, pg_server
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.history import open_store, schema
 from pytest_edgeenergy.history.errors import HistoryError, SchemaTooNew
 from pytest_edgeenergy.report.load import load_report
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 V1_REPORT = Path(__file__).parent / "data" / "report_v1_energy_and_bench.json"
 START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
@@ -158,3 +158,27 @@ def test_a_server_that_is_not_there_exits_2_without_the_password(
     assert PASSWORD not in err and err.count("\n") == 1
     with pytest.raises(HistoryError):
         open_store(url)
+
+
+def test_a_reader_creates_no_schema_in_an_empty_database(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_report(tmp_path / "r.json", seed=4)
+    readers = [
+        ["history", "gate", str(path), "--fail", "energy_per_item:mean:5%"],
+        ["history", "changes"],
+        ["history", "export", "--format", "bencher"],
+        ["history", "html", str(tmp_path / "page.html")],
+    ]
+    for argv in readers:
+        assert main([*argv, "--db", pg_url]) == 2, argv
+        err = capsys.readouterr().err
+        assert "holds no energy history (no schema_version table)" in err, err
+        assert "`edgeenergy history add --db URL REPORT`" in err and PASSWORD not in err
+    with psycopg.connect(pg_url) as conn:
+        tables = conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"
+        ).fetchone()
+    assert tables == (0,)
+    assert main(["history", "add", str(path), "--db", pg_url]) == 0  # the writer creates it
+    assert main(["history", "changes", "--db", pg_url]) == 0

@@ -15,14 +15,14 @@ import pytest
 import sqlalchemy as sa
 from hypothesis import given
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy import EnergySession
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.history import open_store, schema
 from pytest_edgeenergy.history.errors import HistoryError, SchemaTooNew
 from pytest_edgeenergy.history.store import database_url, display_name
 from pytest_edgeenergy.report.load import ReportError, load_report
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 V1_REPORT = Path(__file__).parent / "data" / "report_v1_energy_and_bench.json"
 START = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
@@ -354,7 +354,8 @@ def test_history_add_says_what_it_did(
     run_id = load_report(session_report)["run_id"]
     n = len(table_rows_of_report(session_report))
     assert main(["history", "add", str(session_report), "--db", str(db)]) == 0
-    assert capsys.readouterr().out == f"added run {run_id}: {n} results\n"
+    # two windows: tests counted apart from their metric values
+    assert capsys.readouterr().out == f"added run {run_id}: 2 tests, {n} metric values\n"
     assert main(["history", "add", str(session_report), "--db", str(db)]) == 0
     assert capsys.readouterr().out == f"already in the history: run {run_id}\n"
 

@@ -10,6 +10,11 @@ An import is counted as the module it reaches: ``from pytest_edgeenergy import p
 ``from .. import plugin`` import the part ``plugin`` (not the package), and a name the
 package's ``__init__`` re-exports (``from pytest_edgeenergy import EnergySession``) is
 counted as the module it comes from.
+
+The rooms' own rules are checked here too: commands only in ``commands/`` (no other module
+parses a command line or has a ``main``, bar the listed exceptions; the console script
+points into ``commands/``), and no part but the ``python -m`` entries imports ``commands``
+(the plugin never does).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
+from importlib import import_module
 from pathlib import Path
 
 import pytest
@@ -26,7 +32,9 @@ import pytest_edgeenergy
 PACKAGE = Path(pytest_edgeenergy.__file__).parent
 ARCHITECTURE = PACKAGE.parent / "docs" / "explanation" / "architecture.md"
 ROOT = "(pkg)"
-"""The part of the package's ``__init__`` and of the names defined there (``__version__``)."""
+"""The part of the package's ``__init__`` and of the names defined there."""
+MAIN = "__main__"
+"""The part of every ``__main__.py`` (a ``python -m`` entry), whatever its folder."""
 LEAVES_WORDS = "the leaves"
 
 
@@ -135,8 +143,11 @@ def _imports(path: Path) -> set[str]:
 
 
 def _part(module: str) -> str:
-    """``board`` for ``pytest_edgeenergy.board.rails``; (pkg) for the package's own names."""
+    """``board`` for ``pytest_edgeenergy.board.rails``; (pkg) for the package's own names;
+    ``__main__`` for ``pytest_edgeenergy.sim.__main__``."""
     parts = module.split(".")
+    if parts[-1] == MAIN:
+        return MAIN
     return parts[1] if len(parts) > 1 and parts[1] in PARTS else ROOT
 
 
@@ -155,7 +166,7 @@ def wrong_imports(graph: dict[str, set[str]]) -> list[str]:
         for module, targets in graph.items()
         for target in targets
         if _part(target) != _part(module)
-        and _part(target) != ROOT  # a name defined in __init__ itself (__version__)
+        and _part(target) != ROOT  # the package itself (its __init__ defines no name of its own)
         and _part(target) not in ALLOWED.get(_part(module), set())
     )
 
@@ -164,7 +175,7 @@ def wrong_imports(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_every_part_is_in_the_table_and_every_row_is_a_part() -> None:
-    parts = {_part(m) for m in _graph()} - {"__main__"}
+    parts = {_part(m) for m in _graph()}
     assert parts <= set(ALLOWED), f"add rows to {ARCHITECTURE.name}: {parts - set(ALLOWED)}"
     stale = set(ALLOWED) - parts
     assert not stale, f"rows of {ARCHITECTURE.name} name no part of the package: {stale}"
@@ -270,3 +281,86 @@ def test_no_import_cycles_between_modules() -> None:
         if m not in state:
             visit(m)
     assert cycles == [], " | ".join(" -> ".join(c) for c in cycles)
+
+
+# -- commands only in commands/ --------------------------------------------------------------
+
+PARSES_ARGUMENTS = {
+    "pytest_edgeenergy.options_spec": "every shared option described once: add_arguments adds "
+    "them to a command's parser",
+    "pytest_edgeenergy.ranges": "the numeric options' allowed ranges as argparse types",
+    "pytest_edgeenergy.sim.shims": "the virtual board's nvpmodel, jetson_clocks and tegrastats: "
+    "NVIDIA's own command lines, not edgeenergy's",
+    "pytest_edgeenergy.bench.workload_worker": "the workload worker: a standard-library script "
+    "sent to another interpreter or a container and run there, imported by nothing",
+}
+"""Modules outside ``commands/`` that may import argparse or have a ``main``, and why."""
+
+
+def _modules() -> dict[str, ast.Module]:
+    return {_module_name(path)[0]: ast.parse(path.read_text()) for path in PACKAGE.rglob("*.py")}
+
+
+def _entries(tree: ast.Module) -> list[str]:
+    """What makes a module a command line: argparse imported, a top-level ``main`` or
+    ``*_main`` function, an ``if __name__ == "__main__"`` block."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
+        if "argparse" in names:
+            found.append("imports argparse")
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.rpartition("_")[2] == "main":
+            found.append(f"defines {node.name}()")
+        elif isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            found.append("runs as a script")
+    return found
+
+
+def test_commands_only_in_commands() -> None:
+    """No module outside ``commands/`` parses a command line or is an entry point of its
+    own (``python -m`` entries are ``__main__.py`` shims calling ``commands``), bar
+    :data:`PARSES_ARGUMENTS`."""
+    wrong = sorted(
+        f"{module}: {what}"
+        for module, tree in _modules().items()
+        if _part(module) not in ("commands", MAIN) and module not in PARSES_ARGUMENTS
+        for what in _entries(tree)
+    )
+    assert wrong == [], "move these into commands/ (or say why in PARSES_ARGUMENTS): " + str(wrong)
+    stray = sorted(p.name for p in PACKAGE.rglob("*cli.py"))
+    assert stray == [], f"a command's module belongs in commands/: {stray}"
+
+
+def test_a_parser_outside_commands_is_refused() -> None:
+    """The check above sees argparse, a ``*_main`` and a script block in any other room."""
+    tree = ast.parse(
+        "import argparse\n\ndef history_main(argv):\n    pass\n\n"
+        "if __name__ == '__main__':\n    history_main(None)\n"
+    )
+    assert _entries(tree) == ["imports argparse", "defines history_main()", "runs as a script"]
+
+
+def test_only_the_python_m_entries_import_commands() -> None:
+    """The plugin (and every room but ``commands/`` itself) never imports ``commands``,
+    whatever the table says; the ``python -m`` entries are thin shims over it."""
+    importers = sorted(part for part, allowed in ALLOWED.items() if "commands" in allowed)
+    assert importers == [MAIN]
+    assert "commands" not in ALLOWED["plugin"]
+    mains = sorted(m for m in _graph() if _part(m) == MAIN)
+    assert mains == ["pytest_edgeenergy.commands.__main__", "pytest_edgeenergy.sim.__main__"]
+
+
+def test_the_console_script_points_into_commands() -> None:
+    """``edgeenergy`` is ``commands.main``, and it exists."""
+    text = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
+    section = text.partition("\n[project.scripts]\n")[2].partition("\n[")[0]
+    scripts = dict(re.findall(r'^(\S+) = "([^"]+)"', section, re.MULTILINE))
+    assert scripts == {"edgeenergy": "pytest_edgeenergy.commands:main"}
+    module, _, name = scripts["edgeenergy"].partition(":")
+    assert callable(getattr(import_module(module), name))

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_edgeenergy import EnergySession
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.report.load import load_report
 from pytest_edgeenergy.report.merge import MergeError, board_label, merge_reports, write_merged
 
@@ -99,7 +99,8 @@ def test_merged_report_keeps_each_results_board_and_flags_a_key_measured_twice(
     # compare shows the spread of the key measured on both boards.
     assert main(["compare", str(out)]) == 0
     shown = capsys.readouterr().out
-    assert "1 result measured on several boards (board-to-board spread" in shown
+    said = " ".join(shown.split())  # the notes as one text, however wrapped
+    assert "1 result measured on several boards (board-to-board spread" in said
     assert f"  w2: energy_j {label_a} " in shown
     # ... and gates with it, either side.
     gate = ["--fail", "energy_j:mean:300%"]
@@ -169,6 +170,24 @@ def test_several_models_make_one_report_each(
     assert main(["merge", *paths, "-o", str(tmp_path / "fleet"), "--overwrite"]) == 0
 
 
+def test_two_models_of_one_name_are_told_apart_by_what_differs(
+    reports: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = reports["a"]
+    module = _read(a)["device"]["module"]
+
+    def other_module(doc: dict[str, Any]) -> None:
+        doc["device"]["module"] = "p9999-0000"
+
+    b = _changed(reports["b"], tmp_path / "b.json", other_module)
+    assert main(["merge", str(a), str(b), "-o", str(tmp_path / "one.json")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"the reports hold 2 device models (sim-orin-nano (device.module {module!r}, from "
+        f"{a}), sim-orin-nano (device.module 'p9999-0000', from {b})); give -o DIR"
+    ) in err
+
+
 def test_a_merged_report_merges_again(reports: dict[str, Path], tmp_path: Path) -> None:
     """Boards and flagged results of an earlier merge are kept."""
     (first,) = merge_reports([reports["a"]])
@@ -197,7 +216,7 @@ def test_a_real_board_is_named_by_its_host() -> None:
 def test_bad_input_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nope.json"
     assert main(["merge", str(missing), "-o", str(tmp_path / "m.json")]) == 2
-    assert capsys.readouterr().err.startswith(f"edgeenergy: {missing}: cannot be read")
+    assert capsys.readouterr().err == f"edgeenergy: {missing}: no such file\n"
     (tmp_path / "x.json").write_text("{}")
     assert main(["merge", str(tmp_path / "x.json"), "-o", str(tmp_path / "m.json")]) == 2
     assert "not a pytest-edgeenergy report" in capsys.readouterr().err

@@ -20,12 +20,12 @@ import sampler_kinds
 
 from pytest_edgeenergy.board.rails import discover_rails
 from pytest_edgeenergy.board.types import Rail, RailMap
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.meters.ina import InaSource
 from pytest_edgeenergy.meters.meter import Meter
 from pytest_edgeenergy.meters.source import PreadFn
 from pytest_edgeenergy.meters.window import WindowResult
-from pytest_edgeenergy.plugin.summary import validity_text, window_text
+from pytest_edgeenergy.present.summary import validity_text, window_text
 from pytest_edgeenergy.report.schema import validate
 from pytest_edgeenergy.report.windows import validity_of, window_metrics
 from pytest_edgeenergy.sim.tree import create
@@ -333,6 +333,10 @@ def test_summary_and_report_say_which_rail_failed_and_how_often(tmp_path: Path) 
     reads = sum(w.reads for w in windows)
     assert validity.get("invalid_rails") == {
         "VDD_GPU": f"invalid in 2 of 2 windows; {reads} of {reads} reads failed (garbage: {reads})"
+    }
+    one = windows[0].reads
+    assert validity_of(windows[:1]).get("invalid_rails") == {
+        "VDD_GPU": f"invalid in 1 of 1 window; {one} of {one} reads failed (garbage: {one})"
     }
     validate(validity, "validity")
 

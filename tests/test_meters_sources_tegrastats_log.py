@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_edgeenergy.meters.tegrastats import integrate_log, tegrastats_energy_main
+from pytest_edgeenergy.commands.tegrastats_energy import tegrastats_energy_main
+from pytest_edgeenergy.meters.tegrastats import integrate_log
 
 SAMPLES = Path(__file__).resolve().parent / "shared" / "reference" / "samples"
 CONTRACT_KEYS = {

@@ -300,7 +300,7 @@ def test_the_sampler_kind_is_in_window_json_and_report_validity(
 def test_board_and_measure_commands_say_which_sampler_reads(
     board: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
-    from pytest_edgeenergy.cli import main
+    from pytest_edgeenergy.commands import main
 
     monkeypatch.setenv(ENV_VAR, kind)
     assert main(["board", "--root", str(board)]) == 0

@@ -18,7 +18,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_edgeenergy.cli import _parser as cli_parser
+from pytest_edgeenergy.commands import _parser as cli_parser
+from pytest_edgeenergy.commands.compare import _parser as compare_parser
+from pytest_edgeenergy.commands.measure import parser as measure_command_parser
+from pytest_edgeenergy.commands.search import _parser as search_parser
 from pytest_edgeenergy.errors import InvalidValue
 from pytest_edgeenergy.options_spec import (
     ALL_OPTIONS,
@@ -33,8 +36,6 @@ from pytest_edgeenergy.options_spec import (
     parse_board,
 )
 from pytest_edgeenergy.plugin import options as plugin_options
-from pytest_edgeenergy.report.compare import _parser as compare_parser
-from pytest_edgeenergy.search.cli import _parser as search_parser
 from pytest_edgeenergy.search.objective import OBJECTIVES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -52,6 +53,7 @@ SHARED = {
         "prior",
     ),
     "measure": ("interval_ms", "source"),
+    "measure -- CMD": ("interval_ms", "source", "idle_s", "power_mode", "gpu_freq", "settle_s"),
 }
 """The options each ``edgeenergy`` command shares with pytest (the issue's list)."""
 
@@ -66,6 +68,7 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
         "compare": compare_parser(),
         "search": search_parser(),
         "measure": _subparser("measure"),
+        "measure -- CMD": measure_command_parser(),
     }
 
 

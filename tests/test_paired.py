@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import t as student_t  # type: ignore[import-untyped]
 
 from pytest_edgeenergy.board.types import Identity, RailMap
-from pytest_edgeenergy.report.gate import GateExprError, GateVerdict, render_verdict
+from pytest_edgeenergy.present.verdict import render_verdict
 from pytest_edgeenergy.report.load import check_report
 from pytest_edgeenergy.report.model import (
     DeviceInfo,
@@ -24,8 +24,9 @@ from pytest_edgeenergy.report.model import (
     build_validity,
     make_metric,
 )
-from pytest_edgeenergy.report.paired import (
-    PairedVerdict,
+from pytest_edgeenergy.verdict.expr import GateExprError
+from pytest_edgeenergy.verdict.model import GateVerdict, PairedVerdict
+from pytest_edgeenergy.verdict.paired import (
     look_alpha,
     paired_verdict,
     spent_alpha,

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from pytest_edgeenergy.board.types import Identity, RailMap
-from pytest_edgeenergy.report.gate import GateExprError
 from pytest_edgeenergy.report.load import check_report, load_report
 from pytest_edgeenergy.report.model import (
     AB_ENV,
@@ -28,7 +27,9 @@ from pytest_edgeenergy.report.model import (
     build_validity,
     make_metric,
 )
-from pytest_edgeenergy.report.paired import PairedVerdict, gate_baselines
+from pytest_edgeenergy.verdict.expr import GateExprError
+from pytest_edgeenergy.verdict.model import PairedVerdict
+from pytest_edgeenergy.verdict.paired import gate_baselines
 
 T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
 ORIN = Identity(

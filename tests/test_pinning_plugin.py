@@ -171,7 +171,7 @@ def test_sigkill_then_next_session_restores_first(
 def test_cli_board_restore_after_sigkill(
     pytester: pytest.Pytester, board: Path, tmp_path: Path
 ) -> None:
-    from pytest_edgeenergy.cli import main
+    from pytest_edgeenergy.commands import main
 
     before = tree_digest(board)
     proc = _start_held(pytester, board, tmp_path / "ready")

@@ -12,9 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.board.types import Identity, RailMap
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
+from pytest_edgeenergy.present.plots import (
+    FIGURES,
+    NotDrawn,
+    energy_vs_batch_figure,
+    energy_vs_gpu_freq_figure,
+    heatmap_figure,
+    latency_power_vs_gpu_freq_figure,
+    render_all,
+)
 from pytest_edgeenergy.report.load import check_report, frame_from_rows, long_rows
 from pytest_edgeenergy.report.model import (
     build_device,
@@ -25,16 +35,6 @@ from pytest_edgeenergy.report.model import (
     build_validity,
     make_metric,
 )
-from pytest_edgeenergy.report.plots import (
-    FIGURES,
-    NotDrawn,
-    energy_vs_batch_figure,
-    energy_vs_gpu_freq_figure,
-    heatmap_figure,
-    latency_power_vs_gpu_freq_figure,
-    render_all,
-)
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 Run = tuple[dict[str, Any], int, float]
 """(params besides workload/batch/operating point, batch size, energy per item J)."""

@@ -17,12 +17,14 @@ RUN_TIMEOUT_S = 180.0
 # session's class.
 INERT_MODULES = {
     "pytest_edgeenergy",
+    "pytest_edgeenergy._version",  # the version (a leaf: one constant)
     "pytest_edgeenergy.bench",
     "pytest_edgeenergy.bench.scenarios",  # the Scenario of the settings (stdlib only)
     "pytest_edgeenergy.bench.settings",
     "pytest_edgeenergy.board",
     "pytest_edgeenergy.board.generations",
     "pytest_edgeenergy.errors",
+    "pytest_edgeenergy.handoff",  # the board lock's hand-off: is this a session of ab? (stdlib)
     "pytest_edgeenergy.options_spec",  # every option's one description (stdlib only)
     "pytest_edgeenergy.plugin",
     "pytest_edgeenergy.plugin.bench_options",

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.report.compare import Source, compare_main, compare_table
-from pytest_edgeenergy.report.synthetic import synthetic_report
+from pytest_edgeenergy.commands.compare import compare_main
+from pytest_edgeenergy.present.compare import Source, compare_table
 
 FAIL = "energy_per_item:mean:5%"
 
@@ -262,7 +263,7 @@ def test_command_line_process_never_prints_a_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema_version": 1, "tool": ')
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest_edgeenergy.report.compare", str(bad)],
+        [sys.executable, "-m", "pytest_edgeenergy.commands", "compare", str(bad)],
         capture_output=True,
         text=True,
         check=False,

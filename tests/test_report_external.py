@@ -16,12 +16,9 @@ from typing import Any
 
 import pytest
 
-from pytest_edgeenergy.report.compare import Source, compare_table
-from pytest_edgeenergy.report.external import (
-    load_loudva_csv,
-    loudva_reports,
-    render_loudva_figures,
-)
+from pytest_edgeenergy.present.compare import Source, compare_table
+from pytest_edgeenergy.present.plots import render_loudva_figures
+from pytest_edgeenergy.report.external import load_loudva_csv, loudva_reports
 from pytest_edgeenergy.report.load import LONG_COLUMNS, ReportError
 
 SHARED = Path(__file__).resolve().parent / "shared"

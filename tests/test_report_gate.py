@@ -15,22 +15,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
+from synthetic_reports import synthetic_report
 
+from pytest_edgeenergy.present.verdict import render_verdict
 from pytest_edgeenergy.report.baselines import find_baseline, save_baseline
-from pytest_edgeenergy.report.gate import (
-    GateExpr,
-    GateExprError,
-    evaluate,
-    gate_against,
-    parse_expr,
-    render_verdict,
-    unit_family,
-)
 from pytest_edgeenergy.report.keys import op_key
 from pytest_edgeenergy.report.load import ReportError, load_report
 from pytest_edgeenergy.report.metric_names import name_problem, possible
 from pytest_edgeenergy.report.model import HIGHER_IS_BETTER, make_metric
-from pytest_edgeenergy.report.synthetic import synthetic_report
+from pytest_edgeenergy.verdict.expr import GateExpr, GateExprError, parse_expr, unit_family
+from pytest_edgeenergy.verdict.independent import evaluate, gate_against
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 

@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.report.compare import compare_main
+from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.report.load import (
     MAX_REPORT_BYTES,
     MAX_REPORT_BYTES_ENV,
     ReportError,
     load_report,
 )
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 MEMORY_LIMIT_BYTES = 768 * 2**20
 """Address space of the compare subprocess: room for Python and the report code, far less
@@ -43,7 +43,7 @@ def _compare_in_subprocess(*argv: str) -> subprocess.CompletedProcess[str]:
     (a FIFO) runs into the timeout, which fails the test."""
     env = {k: v for k, v in os.environ.items() if k != MAX_REPORT_BYTES_ENV}
     return subprocess.run(
-        [sys.executable, "-m", "pytest_edgeenergy.report.compare", *argv],
+        [sys.executable, "-m", "pytest_edgeenergy.commands", "compare", *argv],
         capture_output=True,
         text=True,
         timeout=120,

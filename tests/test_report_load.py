@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.report import load as load_module
 from pytest_edgeenergy.report.load import (
@@ -16,11 +17,11 @@ from pytest_edgeenergy.report.load import (
     ReportError,
     load,
     load_report,
+    read_json,
     require_tests,
     version_notes,
 )
 from pytest_edgeenergy.report.schema import SCHEMA_VERSION
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 
 def _write(path: Path, doc: Any) -> Path:
@@ -195,6 +196,107 @@ def test_fast_and_plain_parsing_read_the_same_report(
         patch.setattr(load_module, "_orjson_loads", None)
         plain = load_report(path)
     assert repr(fast) == repr(plain) == repr(expected)  # repr: NaN == NaN, -0.0 vs 0.0
+
+
+_numbers = st.recursive(
+    st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-(10**25), 10**25)),
+    lambda kids: st.lists(kids, max_size=4),
+    max_leaves=20,
+)
+
+
+def _long_integers(x: Any) -> bool:
+    if isinstance(x, list):
+        return any(_long_integers(v) for v in x)
+    return isinstance(x, int) and len(str(abs(x))) >= 19
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=_numbers, indent=st.sampled_from([None, 1]))
+@example(doc=[0.0016956194305141829, 12345678901234567890], indent=None)
+@example(doc=[0.00012345678901234567], indent=None)
+def test_only_an_integer_of_19_digits_sends_a_text_to_json(doc: Any, indent: int | None) -> None:
+    """orjson reads integers beyond 64 bits as floats: such a text must go to json, and a
+    text of floats (0.0016956194305141829: 19 digits after the point) must not."""
+    raw = json.dumps(doc, indent=indent).encode()
+    assert load_module._has_long_integer(raw) == _long_integers(doc)
+
+
+class _Pairs(tuple):  # type: ignore[type-arg]
+    """A JSON object as written: its (key, value) pairs, a key possibly given twice."""
+
+
+_texts = st.text(alphabet=st.sampled_from('ab:"\\ \u00e9'), max_size=5)
+_trees = st.recursive(
+    st.one_of(st.integers(-5, 5), _texts, st.booleans(), st.none()),
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=3),
+        st.lists(st.tuples(st.sampled_from(["a", "b", "a:b", ':"']), kids), max_size=4).map(
+            _Pairs
+        ),
+    ),
+    max_leaves=12,
+)
+
+
+def _render(x: Any, colon: str, escape: bool) -> str:
+    """JSON text of ``x``, with ``colon`` between a key and its value and, if ``escape``,
+    every colon inside a string written as ``\\u003a``."""
+    if isinstance(x, _Pairs):
+        return "{" + ", ".join(_render(k, colon, escape) + colon + _render(v, colon, escape)
+                               for k, v in x) + "}"  # fmt: skip
+    if isinstance(x, list):
+        return "[" + ", ".join(_render(v, colon, escape) for v in x) + "]"
+    text = json.dumps(x)
+    return text.replace(":", "\\u003a") if escape and isinstance(x, str) else text
+
+
+def _repeats_a_key(x: Any) -> bool:
+    if isinstance(x, _Pairs):
+        keys = [k for k, _ in x]
+        return len(set(keys)) < len(keys) or any(_repeats_a_key(v) for _, v in x)
+    return isinstance(x, list) and any(_repeats_a_key(v) for v in x)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tree=_trees,
+    colon=st.sampled_from([":", ": ", " :", "\n:\t"]),
+    escape=st.booleans(),
+    fast=st.booleans(),
+)
+def test_a_key_given_twice_in_any_object_is_refused_by_either_parser(
+    tmp_path_factory: pytest.TempPathFactory, tree: Any, colon: str, escape: bool, fast: bool
+) -> None:
+    top = _Pairs([("x", tree)])
+    text = _render(top, colon, escape)
+    path = tmp_path_factory.mktemp("keys") / "r.json"
+    path.write_text(text)
+    with pytest.MonkeyPatch.context() as patch:
+        if not fast:
+            patch.setattr(load_module, "_orjson_loads", None)
+        try:
+            doc = read_json(path)
+        except ReportError as exc:
+            assert _repeats_a_key(top), exc
+            assert "appears twice in one JSON object" in exc.problem
+        else:
+            assert not _repeats_a_key(top), text
+            assert doc == json.loads(text)
+
+
+def test_a_report_with_a_key_given_twice_is_refused_naming_the_key(tmp_path: Path) -> None:
+    text = json.dumps(synthetic_report(n_tests=1))
+    twice = text.replace('"energy_per_item": {', '"energy_per_item": {"unit": "J", ', 1)
+    assert twice != text
+    path = tmp_path / "r.json"
+    path.write_text(twice)
+    with pytest.raises(ReportError) as info:
+        load_report(path)
+    assert str(info.value) == (
+        f"{path}: the key 'unit' appears twice in one JSON object (which value counts is "
+        "ambiguous); a report names each key once"
+    )
 
 
 def test_broken_json_is_worded_the_same_by_either_parser(tmp_path: Path) -> None:

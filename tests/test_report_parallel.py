@@ -13,17 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 
-from pytest_edgeenergy.report import compare
-from pytest_edgeenergy.report.compare import (
-    compare_main,
+from pytest_edgeenergy.commands.compare import compare_main
+from pytest_edgeenergy.present import compare
+from pytest_edgeenergy.present.compare import (
     compare_table,
     digest,
     digest_stream,
     digest_table,
     load_digests,
 )
-from pytest_edgeenergy.report.gate import expr_metrics, parse_expr
+from pytest_edgeenergy.present.tables import render_markdown
 from pytest_edgeenergy.report.load import ReportError, load_report
 from pytest_edgeenergy.report.parallel import (
     MAX_WORKERS,
@@ -32,8 +33,8 @@ from pytest_edgeenergy.report.parallel import (
     shared_map,
     workers_for,
 )
-from pytest_edgeenergy.report.synthetic import synthetic_report
-from pytest_edgeenergy.report.tables import render_markdown
+from pytest_edgeenergy.verdict.expr import parse_expr
+from pytest_edgeenergy.verdict.view import expr_metrics
 
 needs_fork = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="workers are forked on Linux only"
@@ -158,8 +159,8 @@ def test_digest_table_equals_compare_table(paths: list[Path]) -> None:
 
 def test_markdown_rendered_report_by_report_equals_the_whole_table(paths: list[Path]) -> None:
     digests = [(str(p), digest(load_report(p))) for p in paths]
-    whole = compare._TableBuilder()
-    ahead = compare._TableBuilder(markdown=True)
+    whole = compare.TableBuilder()
+    ahead = compare.TableBuilder(markdown=True)
     for name, d in digests:
         whole.add(name, d)
         ahead.add(name, d)

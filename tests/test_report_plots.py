@@ -11,20 +11,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.board.types import Identity, RailMap
-from pytest_edgeenergy.report.external import load_loudva_csv
-from pytest_edgeenergy.report.load import check_report, frame_from_rows, long_rows
-from pytest_edgeenergy.report.model import (
-    build_device,
-    build_header,
-    build_operating_point,
-    build_params,
-    build_result,
-    build_validity,
-    make_metric,
-)
-from pytest_edgeenergy.report.plots import (
+from pytest_edgeenergy.present.plots import (
     FIGURES,
     PlotNote,
     cross_device_figure,
@@ -37,7 +27,17 @@ from pytest_edgeenergy.report.plots import (
     plot_heatmap,
     render_all,
 )
-from pytest_edgeenergy.report.synthetic import synthetic_report
+from pytest_edgeenergy.report.external import load_loudva_csv
+from pytest_edgeenergy.report.load import check_report, frame_from_rows, long_rows
+from pytest_edgeenergy.report.model import (
+    build_device,
+    build_header,
+    build_operating_point,
+    build_params,
+    build_result,
+    build_validity,
+    make_metric,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 LOUDVA = Path(__file__).resolve().parent / "shared" / "data"
@@ -191,8 +191,8 @@ def test_notes_print_as_lines(tmp_path: Path) -> None:
         "no plot written: energy_topology: no GPU frequency was pinned in these reports",
         "no plot written: energy_vs_gpu_freq: no GPU frequency was pinned in these reports",
         "no plot written: latency_power_vs_gpu_freq: no GPU frequency was pinned in these reports",
-        "no plot written: energy_vs_batch: these results carry no batch size (energy-fixture"
-        " tests have none)",
+        "no plot written: energy_vs_batch: these results carry no batch size (no test took the"
+        " batch_size parameter)",
         "no plot written: pareto: one result per workload and batch size with both energy and"
         " latency; a front needs two or more",
     ]
@@ -335,8 +335,12 @@ def test_gpu_frequency_plots_draw_every_batch_size_of_every_device() -> None:
     axes = _data_axes(fig)
     assert [ax.get_title() for ax in axes] == ["sim:agx-orin (simulated)", "sim:nano (simulated)"]
     assert fig.get_suptitle() == "energy per item [J] vs GPU frequency: resnet18 (simulated)"
+    cpus = ("cpu729.6MHz", "cpu1.5104GHz", "cpu1.984GHz")  # a line each: never a mean
     for ax in axes:
-        assert [t.split(": min")[0] for t in _legend(ax)] == ["batch 8", "batch 16"]
+        assert [t.split(": min")[0] for t in _legend(ax)] == [
+            f"batch {b}, {c}" for b in (8, 16) for c in cpus
+        ]
+        assert ax.get_legend().get_title().get_text() == "batch size, other knobs (star: minimum)"
 
 
 def test_legends_show_short_operating_point_labels() -> None:

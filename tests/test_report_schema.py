@@ -9,6 +9,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.report.schema import (
     SCHEMA_VERSION,
@@ -18,7 +19,6 @@ from pytest_edgeenergy.report.schema import (
     report_schema,
     validate,
 )
-from pytest_edgeenergy.report.synthetic import synthetic_report
 
 REFERENCE = jsonschema.Draft202012Validator(report_schema())
 SMALL = synthetic_report(workloads=("resnet18",), batch_sizes=(8,), gpu_freqs_hz=(612e6,))

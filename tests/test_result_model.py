@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_edgeenergy.report.compare import compare_main
+from pytest_edgeenergy.commands.compare import compare_main
 from pytest_edgeenergy.report.keys import join_key, op_key, op_label
 from pytest_edgeenergy.report.load import load_report
 from pytest_edgeenergy.report.schema import SCHEMA_VERSION

@@ -69,7 +69,7 @@ def test_quick_run_measures_torch_and_onnxruntime(
 def test_compare_of_one_report_shows_both_runtimes(
     run: tuple[dict[str, Any], str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_edgeenergy.cli import main
+    from pytest_edgeenergy.commands import main
 
     _, _, path = run
     assert main(["compare", str(path), "--format", "csv"]) == 0
@@ -87,7 +87,7 @@ def test_a_report_without_runtimes_still_matches_the_torch_result(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from pytest_edgeenergy.cli import main
+    from pytest_edgeenergy.commands import main
 
     report, _, path = run
     old = copy.deepcopy(report)  # as written before the runtime dimension existed
@@ -106,7 +106,7 @@ def test_a_report_without_runtimes_still_matches_the_torch_result(
     (ort_row,) = [r for r in steady if r[2] == "onnx"]
     assert ort_row[6] == "#2"  # the new runtime has no counterpart in the old report
     pytest.importorskip("scipy", reason="the gate needs the [analysis] extra")
-    from pytest_edgeenergy.report.gate import evaluate
+    from pytest_edgeenergy.verdict.independent import evaluate
 
     verdict = evaluate(old, report, ["energy_per_item:mean:1000%"])
     verdicts = {r.test_id.rsplit("-dvfs-", 1)[1].rstrip("]"): r.verdict for r in verdict.rows}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from search_helpers import optimum, toy_rows, toy_table
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.search import Objective
 
 
@@ -198,8 +198,8 @@ def test_a_prior_from_another_workload_seeds_auto(
 
 def test_the_search_package_imports_nothing_heavy() -> None:
     code = (
-        "import sys, pytest_edgeenergy.search, pytest_edgeenergy.search.cli, "
-        "pytest_edgeenergy.search.replay, pytest_edgeenergy.cli\n"
+        "import sys, pytest_edgeenergy.search, pytest_edgeenergy.commands.search, "
+        "pytest_edgeenergy.search.replay, pytest_edgeenergy.commands\n"
         "heavy = {'numpy', 'optuna', 'pandas'} & set(sys.modules)\n"
         "assert not heavy, heavy"
     )

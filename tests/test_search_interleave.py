@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.errors import InvalidValue
 from pytest_edgeenergy.run.records import TestEnergy as Record
 from pytest_edgeenergy.run.search import interleave_trial, measured_trial
 from pytest_edgeenergy.search import Objective, Search, Trial, best, make_strategy, rank
-from pytest_edgeenergy.search.cli import run_replay
+from pytest_edgeenergy.search.offline import run_replay
 from pytest_edgeenergy.search.replay import (
     ReplayError,
     ReplayOracle,

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.errors import EdgeEnergyError, InvalidValue
-from pytest_edgeenergy.report.synthetic import synthetic_report
 from pytest_edgeenergy.search.replay import PointFailed, ReplayOracle, read_replay
 
 
@@ -53,6 +53,27 @@ def test_where_keeps_one_workload_and_duplicates_say_how(tmp_path: Path) -> None
         read_replay(path, {"board": "x"})
     with pytest.raises(InvalidValue, match="no row matches"):
         read_replay(path, {"workload": "c"})
+
+
+def test_rows_at_one_point_name_the_knob_columns_the_table_lacks(tmp_path: Path) -> None:
+    """Two rows that differ only in a knob whose column is missing (or misnamed) are not two
+    workloads: the message names the knob columns the table has not."""
+    lacking = "power_mode, cpu_freq_hz, gpu_freq_hz, emc_freq_hz, batch_size"
+    with pytest.raises(InvalidValue) as info:
+        read_replay(write(tmp_path, "cpu_cores,time_s,power_w\n1,2,3\n1,3,4\n"))
+    assert str(info.value).endswith(
+        "data rows 1 and 2 are the same point {'cpu_cores': 1}: a table holds one row per "
+        "point, and its knob column cpu_cores does not tell them apart; a knob that differs "
+        f"between them needs its column, named as the option is (the table has no column "
+        f"{lacking})"
+    )
+    assert "--where" not in str(info.value)  # no other column to select on
+    with pytest.raises(InvalidValue) as info:
+        read_replay(write(tmp_path, "cpu_cores,gpu,time_s,power_w\n1,100,2,3\n1,200,3,4\n"))
+    assert (
+        "keep one with --where COLUMN=VALUE (other columns: gpu); a knob that differs between "
+        f"them needs its column, named as the option is (the table has no column {lacking})"
+    ) in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -28,20 +28,20 @@ from pg_server import fresh_database, pg_server
 from search_helpers import toy_rows, write_rows
 
 from pytest_edgeenergy import __version__
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.errors import InvalidValue
 from pytest_edgeenergy.search.driver import Search
 from pytest_edgeenergy.search.objective import Objective
 from pytest_edgeenergy.search.replay import read_replay
 from pytest_edgeenergy.search.strategies import make_strategy
 from pytest_edgeenergy.search.study import CONSTRAINTS_KEY, SharedStudy, parse_storage, redact
-from pytest_edgeenergy.search.study_cli import table_sha256
+from pytest_edgeenergy.search.study_replay import table_sha256
 
 RUN_TIMEOUT_S = 240.0
 EDGEENERGY = [
     sys.executable,
     "-c",
-    "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())",
+    "import sys; from pytest_edgeenergy.commands import main; sys.exit(main())",
 ]
 
 

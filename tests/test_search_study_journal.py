@@ -17,14 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from search_helpers import toy_rows, write_rows
 
-from pytest_edgeenergy.cli import main
+from pytest_edgeenergy.commands import main
 from pytest_edgeenergy.search.journal import JournalDamaged, JournalFile
 
 RUN_TIMEOUT_S = 240.0
 EDGEENERGY = [
     sys.executable,
     "-c",
-    "import sys; from pytest_edgeenergy.cli import main; sys.exit(main())",
+    "import sys; from pytest_edgeenergy.commands import main; sys.exit(main())",
 ]
 
 

@@ -28,6 +28,7 @@ from pytest_edgeenergy.plugin.shard import (
     select,
     unit_weights,
 )
+from pytest_edgeenergy.plugin.shard_durations import Durations
 
 RUN_TIMEOUT_S = 240.0
 
@@ -72,7 +73,7 @@ def test_a_unit_stays_whole_and_counts_balance(groups: dict[str, int], count: in
     sizes differ by at most the largest unit."""
     items = [f"{g}[trial{i}]" for g, n in groups.items() for i in range(n)]
     unit_of = {f"{g}[trial{i}]": g for g, n in groups.items() for i in range(n)}.__getitem__
-    parts = [select(items, unit_of, ShardRequest(k, count))[0] for k in range(1, count + 1)]
+    parts = [select(items, unit_of, ShardRequest(k, count)).kept for k in range(1, count + 1)]
     assert sorted(t for p in parts for t in p) == sorted(items)
     for g in groups:
         owners = [i for i, p in enumerate(parts) if f"{g}[trial0]" in p]
@@ -82,16 +83,51 @@ def test_a_unit_stays_whole_and_counts_balance(groups: dict[str, int], count: in
     assert max(sizes) - min(sizes) <= max(groups.values())
 
 
-def test_durations_balance_and_missing_ones_count_the_median() -> None:
-    durations = {"a": 10.0, "b": 1.0, "c": 1.0, "d": 3.0}
+def test_durations_balance_and_missing_ones_count_the_mean() -> None:
+    """A test the durations lack counts the mean of those they have, as in pytest-split's
+    least_duration (not the median: the shards' sums are what is balanced)."""
+    durations = {"a": 10.0, "b": 1.0, "c": 1.0, "d": 4.0}
     weights, how = unit_weights({k: [k] for k in "abcde"}, durations)
     assert how == "durations"
-    assert weights["e"] == 2.0  # the median of 10, 1, 1, 3
-    request = ShardRequest(1, 2, durations)
-    first, _ = select(list("abcde"), lambda t: t, request)
-    assert first == {"a"}  # 10 s alone against 1 + 1 + 3 + 2
+    assert weights["e"] == 4.0  # the mean of 10, 1, 1, 4 (their median is 2.5)
+    request = ShardRequest(1, 2, Durations.of(durations))
+    chosen = select(list("abcde"), lambda t: t, request)
+    assert chosen.kept == {"a"}  # 10 s alone against 1 + 1 + 4 + 4
+    assert chosen.timing is not None and chosen.timing.unmatched == 0
     assert unit_weights({"x": ["x"]}, {"other": 5.0}) == ({"x": 1.0}, "count")
     assert unit_weights({"x": ["x"]}, None) == ({"x": 1.0}, "count")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    weights=st.dictionaries(keys, st.floats(0.0, 1e6, allow_nan=False), min_size=1, max_size=40),
+    missing=st.sets(keys, max_size=10),
+    count=st.integers(1, 6),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_shards_by_durations_do_not_depend_on_the_collection_order(
+    weights: dict[str, float], missing: set[str], count: int, seed: int
+) -> None:
+    """Tests the durations lack count the mean of the others whatever order the tests come
+    in, to the last bit: every board computes the same parts."""
+    items = sorted(set(weights) | missing)
+    shuffled = items[:]
+    random.Random(seed).shuffle(shuffled)
+    known = Durations.of({k: w for k, w in weights.items() if k not in missing})
+    for k in range(1, count + 1):
+        request = ShardRequest(k, count, known)
+        assert select(items, lambda t: t[:1], request) == select(shuffled, lambda t: t[:1], request)
+
+
+def test_a_units_weight_is_exact_in_any_order() -> None:
+    """0.1 + 0.2 + 0.3 is 0.6000000000000001 in one order and 0.6 in the other: summed as
+    collected, the unit ``b`` would tie with ``a`` (0.6) on one board and not on another."""
+    durations = Durations.of({"b1": 0.1, "b2": 0.2, "b3": 0.3, "a": 0.6})
+    parts = [
+        select(order, lambda t: t[:1], ShardRequest(1, 2, durations)).kept
+        for order in (["b1", "b2", "b3", "a"], ["b3", "b2", "b1", "a"])
+    ]
+    assert parts == [{"a"}, {"a"}]  # a tie: the smaller key goes first
 
 
 def test_durations_of_takes_the_median_of_each_test() -> None:
@@ -226,7 +262,7 @@ def test_durations_from_earlier_reports_balance_the_shards(pytester: pytest.Pyte
         f"--edge-report={report}",
     )
     result.stdout.fnmatch_lines(
-        [f"*shard 1/2: kept * of 10 tests (balanced by durations in {pytester.path})"]
+        [f"*shard 1/2: kept * of 10 tests (balanced by durations in {pytester.path}: 7 of 10*"]
     )
     assert _report(report)["shard"]["balanced_by"] == "durations"
 
@@ -253,9 +289,17 @@ def test_a_searched_tests_trials_stay_in_one_shard(pytester: pytest.Pytester) ->
             ("--edge-shard-durations=nowhere",),
             "--edge-shard-durations (command line): balances --edge-shard, which is not given",
         ),
+        (("--edge-shard=\u0663/\u0663",), "'\u0663/\u0663' is not a shard"),  # Arabic-Indic 3/3
+        (("--edge-shard=\u00b2/3",), "'\u00b2/3' is not a shard"),  # a superscript 2
         (
             ("--edge-shard=1/2", "--edge-shard-durations=nowhere"),
-            "'nowhere' is neither a report nor a directory of reports",
+            "--edge-shard-durations (command line): 'nowhere' does not exist; give an energy "
+            "report, pytest-split's .test_durations",
+        ),
+        (
+            ("--edge-shard=1/2", "--edge-shard-durations=/dev/zero"),
+            "--edge-shard-durations (command line): '/dev/zero' is a character device; give an "
+            "energy report",
         ),
     ],
 )

@@ -65,7 +65,7 @@ def test_report_and_summary(runs: dict[str, tuple[Path, str]], board: str) -> No
 def test_compare_two_devices(
     runs: dict[str, tuple[Path, str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_edgeenergy.cli import main
+    from pytest_edgeenergy.commands import main
 
     paths = [str(runs[b][0]) for b in ("orin-nano", "agx-orin")]
     assert main(["compare", *paths, "--format", "csv"]) == 0

@@ -40,7 +40,7 @@ class AbBoard:
     name: str
     """For messages: ``sim:orin-nano (virtual, made for this run)`` or the root."""
     token: str
-    """The hand-off token the sessions get (:data:`~.control.state.HANDOFF_ENV`)."""
+    """The hand-off token the sessions get (:func:`pytest_edgeenergy.handoff.give`)."""
     unprotected: str | None = None
     """Why the board is not locked (its lock directory cannot be written); None: locked."""
 

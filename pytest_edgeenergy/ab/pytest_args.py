@@ -3,15 +3,22 @@
 The board options (``--edge-board``, ``--edge-root``, ``--edge-sim-load``) and the lock wait
 (``--edge-lock-timeout``) are read from the arguments, else the environment, as the plugin
 reads them: ab opens (or makes) that board once and hands every session ``--edge-root``.
-Options that ab sets for each session itself (its report, the gate, the test selection)
-are refused in the arguments and left out of the sessions' environment. ini files are not
-read: a board named only in an ini file is not seen here (the sessions then refuse the
-``--edge-root`` ab gives them, naming the conflict).
+The options that ab gives each session itself (its report, the test selection) or that
+would make a session gate, record or search on its own
+(:data:`~pytest_edgeenergy.options_spec.AB_REFUSED`, derived from the option tables) are
+refused however they are typed: in the arguments (``--edge-fail=X``, ``--edge-fail X``,
+``-o edge_fail=X`` and the other spellings of an ini override) and in ``PYTEST_ADDOPTS``;
+their environment variables are left out of the sessions' environment. ini files are not
+read here: a session run by ab refuses such an option in its ini file's ``addopts`` and
+leaves its ini key unread (:mod:`pytest_edgeenergy.plugin.ab_session`); a board named only
+in an ini file is not seen here (the sessions then refuse the ``--edge-root`` ab gives them,
+naming the conflict).
 """
 
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +27,7 @@ from ..bench.settings import DEFAULT as DEFAULT_BENCH
 from ..bench.settings import REPEATS
 from ..board.generations import MODEL_NAMES
 from ..errors import InvalidValue
+from ..options_spec import AB_REFUSED, ALL_OPTIONS, ab_refused_argument
 from ..ranges import FloatRange, shown
 from . import AbError
 
@@ -28,32 +36,10 @@ LOCK_TIMEOUT_S = FloatRange(0.0, 86400.0, "s")
 DEFAULT_LOCK_TIMEOUT_S = 300.0
 MIN_ROUND_REPEATS = 2
 
-GATE_HINT = "ab gates B against A itself: give the gate as `edgeenergy ab --fail EXPR`"
-REFUSED: dict[str, str] = {
-    "--edge-report": "ab writes each session's report into --out",
-    "--edge-report-overwrite": "ab writes each session's report into --out",
-    "--edge-baseline": GATE_HINT,
-    "--edge-fail": GATE_HINT,
-    "--edge-fail-insufficient": "use `edgeenergy ab --fail-insufficient`",
-    "--edge-save-baseline": "an A/B session is no baseline of one version; save baselines "
-    "with a plain pytest run",
-    "--edge-only": "ab selects the tests of its extra rounds itself",
-    "--edge-search": "a search picks its operating points from what it measures, so A and "
-    "B would not be measured at the same points",
-}
-"""Options ab sets for its sessions itself, and why they are refused."""
-
-DROPPED_ENV = (
-    "EDGEENERGY_REPORT",
-    "EDGEENERGY_REPORT_OVERWRITE",
-    "EDGEENERGY_BASELINE",
-    "EDGEENERGY_FAIL",
-    "EDGEENERGY_FAIL_INSUFFICIENT",
-    "EDGEENERGY_SAVE_BASELINE",
-    "EDGEENERGY_ONLY",
-    "EDGEENERGY_SEARCH",
-)
-"""The same options given in the environment: left out of the sessions' environment."""
+DROPPED_ENV = tuple(ALL_OPTIONS[key].env for key in AB_REFUSED)
+"""The environment variables of the options ab gives its sessions itself
+(:data:`~pytest_edgeenergy.options_spec.AB_REFUSED`): left out of the sessions'
+environment."""
 BOARD_ENV = ("EDGEENERGY_BOARD", "EDGEENERGY_ROOT", "EDGEENERGY_SIM_LOAD", "EDGEENERGY_REPEATS")
 """Read by ab, then left out: every session gets ``--edge-root`` of the one board and the
 repeats of one round."""
@@ -108,8 +94,6 @@ def _split(argv: Sequence[str]) -> tuple[list[str], dict[str, tuple[str, str]]]:
     while i < len(argv):
         arg = argv[i]
         name, eq, value = arg.partition("=")
-        if name in REFUSED:
-            raise AbError(f"pytest arguments: {name} is not allowed here: {REFUSED[name]}")
         if name in _VALUED:
             if not eq:
                 if i + 1 >= len(argv):
@@ -128,6 +112,12 @@ def _split(argv: Sequence[str]) -> tuple[list[str], dict[str, tuple[str, str]]]:
 def read_pytest_args(argv: Sequence[str], environ: Mapping[str, str]) -> PytestArgs:
     """Read ``argv`` (the arguments after ``--``) and the environment; :class:`AbError`
     naming the option when one is refused or its value is bad."""
+    _refuse(argv, "pytest arguments")
+    addopts = environ.get("PYTEST_ADDOPTS", "")
+    try:
+        _refuse(shlex.split(addopts), "PYTEST_ADDOPTS (environment)")
+    except ValueError as e:
+        raise AbError(f"PYTEST_ADDOPTS (environment): {shown(addopts)}: {e}") from None
     rest, found = _split(argv)
     for name, env in _ENV_OF.items():
         if name not in found and environ.get(env):
@@ -154,6 +144,17 @@ def read_pytest_args(argv: Sequence[str], environ: Mapping[str, str]) -> PytestA
         quick="--edge-quick" in rest,
         dropped_env=[k for k in DROPPED_ENV if environ.get(k)],
     )
+
+
+def _refuse(argv: Sequence[str], origin: str) -> None:
+    """:class:`AbError` naming the first argument that gives an option ab sets itself."""
+    refused = ab_refused_argument(argv)
+    if refused is not None:
+        arg, key = refused
+        raise AbError(
+            f"{origin}: {shown(arg)} ({ALL_OPTIONS[key].flag}) is not allowed here: "
+            f"{AB_REFUSED[key]}"
+        )
 
 
 def _sim_model(given: tuple[str, str] | None) -> str | None:
@@ -210,6 +211,11 @@ def _number(given: tuple[str, str] | None, allowed: FloatRange) -> float:
         return allowed.parse(text)
     except InvalidValue as e:
         raise AbError(f"{origin}: {e}") from None
+
+
+def dropped_because(env: str) -> str:
+    """Why the environment variable ``env`` of :data:`DROPPED_ENV` is left out."""
+    return next(AB_REFUSED[k] for k in AB_REFUSED if ALL_OPTIONS[k].env == env)
 
 
 def session_environment(environ: Mapping[str, str]) -> dict[str, str]:

@@ -3,9 +3,11 @@
 Round r runs A then B when r is odd, B then A when it is even. Each session is
 ``python -m pytest`` with this interpreter, in its side's checkout, with the run's pytest
 arguments and ab's own: ``--edge-root`` of the one board, ``--edge-report=OUT/A-r.json``
-and, in an extra round, ``--edge-only=OUT/only-r.txt``. Its environment carries the
-board lock's hand-off token and the report's ``ab`` object (``EDGEENERGY_AB``). Its output
-goes to ``OUT/A-r.log``.
+and, in an extra round, ``--edge-only=OUT/only-r.txt``. It gets the board lock's hand-off
+token through a pipe of its own (:mod:`pytest_edgeenergy.handoff`: not in its environment,
+and nothing it starts gets it), and the report's ``ab`` object in ``EDGEENERGY_AB``. Its
+output goes to ``OUT/A-r.log`` through ab, line by line, with secrets hidden (pytest may
+echo an argument holding a URL's password).
 
 A session runs in a process group of its own, so a Ctrl-C at the terminal reaches ab only:
 ab passes one SIGINT on (SIGTERM when it got SIGTERM) and waits for the session to restore
@@ -26,13 +28,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from ..control.state import HANDOFF_ENV
+from ..handoff import give
+from ..redact import redact_text
 from ..report.load import ReportError, load_report
 from ..report.model import AB_ENV, AbSide, build_ab
 from ..words import counted
@@ -42,6 +46,9 @@ from .checkout import Checkout
 STOP_WAIT_S = 120.0
 """After passing on a Ctrl-C: how long a session may take to restore the board and write
 its report before it is terminated."""
+COPY_WAIT_S = 30.0
+"""After a session ended: how long its output may still take to reach its log (a process it
+left running may hold the pipe open)."""
 TAIL_LINES = 25
 """The last lines of a failed session's output shown."""
 _PR_SET_PDEATHSIG = 1
@@ -99,6 +106,15 @@ def _tail(log: Path) -> str:
     except OSError as e:
         return f"  (its output {log} cannot be read: {e.strerror or e})"
     return "\n".join(f"  | {line}" for line in lines[-TAIL_LINES:]) or "  (no output)"
+
+
+def _copy_redacted(output: IO[bytes], log: IO[bytes]) -> None:
+    """A session's output into its log, line by line as it comes, secrets hidden."""
+    with contextlib.suppress(OSError, ValueError):  # the log closed after COPY_WAIT_S
+        for line in iter(output.readline, b""):
+            text = redact_text(line.decode("utf-8", "surrogateescape"))
+            log.write(text.encode("utf-8", "surrogateescape"))
+            log.flush()
 
 
 class Sessions:
@@ -161,21 +177,36 @@ class Sessions:
         """Run one session; :class:`SessionFailed` when it did not run to the end."""
         checkout = self.sides[side]
         ab = build_ab(self.session_id, side, round_no, checkout.spec)
-        env = {**self.environ, AB_ENV: json.dumps(ab), HANDOFF_ENV: self.token}
+        env = {**self.environ, AB_ENV: json.dumps(ab)}
         log = self.out / f"{side}-{round_no}.log"
         started = time.monotonic()
         with open(log, "wb") as output:
-            proc = subprocess.Popen(
-                self.command(side, round_no, only_file),
-                cwd=checkout.path,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-                preexec_fn=_die_with_parent(os.getpid()),
+            token_fd = give(self.token, env)  # to this session alone, not in its environment
+            try:
+                proc = subprocess.Popen(
+                    self.command(side, round_no, only_file),
+                    cwd=checkout.path,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                    pass_fds=(token_fd,),
+                    preexec_fn=_die_with_parent(os.getpid()),
+                )
+            finally:
+                os.close(token_fd)
+            assert proc.stdout is not None
+            copier = threading.Thread(
+                target=_copy_redacted, args=(proc.stdout, output), daemon=True
             )
-            status = _wait(proc)
+            copier.start()
+            try:
+                status = _wait(proc)
+            finally:
+                copier.join(COPY_WAIT_S)
+                if not copier.is_alive():
+                    proc.stdout.close()
         seconds = time.monotonic() - started
         self.count += 1
         where = f"round {round_no}, side {side} ({checkout.spec})"

@@ -9,6 +9,10 @@ pedantic's timer, so its timings are of exactly the calls the windows measured.
 ``stop_if`` ends :meth:`Repeats.run` after the repeat it returns True for (a repeat too short
 to keep: ``edge_bench`` then measures every repeat again with more calls); pedantic's rounds
 always all run.
+
+A workload built in a worker (:class:`.remote.RemoteWorkload`) makes each repeat's calls in
+one request, timed in the worker; its memory figures are the worker's, and pedantic times
+the whole loop once (one round per call would be one round trip per call).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .memory import ProcessPeak, board_memory_used_bytes
+from .remote import RemoteWorkload
 from .result import RepeatResult
 from .scenarios import Scenario, Schedule, run_schedule
 
@@ -63,6 +68,7 @@ class Repeats:
         self._session = session
         self._nodeid = nodeid
         self._fn = fn
+        self._remote = fn if isinstance(fn, RemoteWorkload) else None
         self.calls = calls
         self._items_per_call = items_per_call
         self.n = n
@@ -103,6 +109,8 @@ class Repeats:
                         repeat=len(self.results),
                         sync=sync,
                     )
+                elif self._remote is not None:
+                    self._lat.extend(self._remote.run_calls(self.calls).latencies_s)
                 elif sync is None:
                     for _ in range(self.calls):
                         t0 = perf()
@@ -125,8 +133,13 @@ class Repeats:
     def run_with(self, benchmark: Any) -> list[RepeatResult]:
         """All repeats as the rounds of ``benchmark.pedantic``. A disabled benchmark
         (``--benchmark-disable``) runs its target once: then that target is :meth:`run`,
-        as it is for a scenario (pedantic's rounds would time the sleeps)."""
-        if not getattr(benchmark, "enabled", True) or self._scenario is not None:
+        as it is for a scenario (pedantic's rounds would time the sleeps) and for a workload
+        in a worker (a round per call would time a round trip per call)."""
+        if (
+            not getattr(benchmark, "enabled", True)
+            or self._scenario is not None
+            or self._remote is not None
+        ):
             benchmark.pedantic(self.run)
             return self.results
         try:
@@ -164,8 +177,11 @@ class Repeats:
         if self._setup is not None:
             self._setup()
         i = len(self.results)
-        self._reset = self._peak.reset()
-        self._rss_before = self._peak.rss_bytes()
+        if self._remote is not None:
+            self._remote.prepare_window()
+        else:
+            self._reset = self._peak.reset()
+            self._rss_before = self._peak.rss_bytes()
         if self._torch is not None:
             self._torch.cuda.synchronize()
             self._torch.cuda.reset_peak_memory_stats()
@@ -194,8 +210,11 @@ class Repeats:
             window = handle.end()
         finally:
             self._restore_gc()
-        peak = self._peak
-        if self._reset:
+        peak, remote = self._peak, self._remote
+        cuda_peak = None
+        if remote is not None:
+            mem_peak, cuda_peak = remote.memory_peak_bytes, remote.cuda_peak_bytes
+        elif self._reset:
             mem_peak = peak.peak_bytes()
         else:
             rss_after = peak.rss_bytes()
@@ -204,6 +223,8 @@ class Repeats:
                 max(rss_after - before, 0) if rss_after is not None and before is not None else None
             )
         lat, torch = self._lat, self._torch
+        if torch is not None:
+            cuda_peak = int(torch.cuda.max_memory_allocated())
         rep = RepeatResult(
             index=len(self.results),
             calls=len(lat),
@@ -214,7 +235,7 @@ class Repeats:
             board_memory_used_bytes=(
                 board_memory_used_bytes(self._root) if self._root is not None else None
             ),
-            cuda_peak_bytes=int(torch.cuda.max_memory_allocated()) if torch is not None else None,
+            cuda_peak_bytes=cuda_peak,
             schedule=self._schedule,
         )
         self._schedule = None

@@ -20,6 +20,14 @@ go into ``benchmark.extra_info`` after every run and phase (:mod:`.extra_info`).
 With ``--edge-scenario`` (or ``run(scenario=...)``) other than offline, each repeat runs its
 calls as queries on the scenario's schedule (:mod:`.scenarios`: single-stream, fixed-rate,
 server) and pytest-benchmark times the whole run once.
+
+Out of process (``--edge-workload-python``, ``--edge-workload-prefix``), :meth:`EdgeBench.worker`
+starts this test's workload worker (:mod:`.worker`), which builds the workload in its
+interpreter; ``run`` measures the :class:`~.remote.RemoteWorkload` it returns with the same
+warm-up, repeats, calibration and extensions, each repeat's calls made in the worker (see
+:mod:`.remote`). The worker ends with the test (:meth:`EdgeBench.close`). A worker that
+cannot run the workload skips the test; one that dies, hangs or whose workload raises fails
+it, with one line naming the interpreter and the cause.
 """
 
 from __future__ import annotations
@@ -27,15 +35,18 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
 from ..errors import InvalidValue
+from ..words import counted
 from . import extra_info as bridge
 from .memory import FitVerdict, MemInfoError, ProcessPeak, check_fits
+from .remote import RemoteWorkload
 from .repeats import Repeats
 from .result import (
     BenchReport,
@@ -49,6 +60,7 @@ from .result import (
 )
 from .scenarios import Scenario, plan_queries
 from .settings import BenchSettings
+from .worker import WorkerFailed, WorkerProcess, WorkerUnavailable
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -138,6 +150,18 @@ def _temperatures(root: Path | None) -> dict[str, float | None]:
     return {(z.type or z.zone): z.temp_c for z in read_thermal_zones(root)}
 
 
+@contextmanager
+def worker_failures() -> Iterator[None]:
+    """A worker's failures as the test's outcome, in one line: skipped when the workload
+    cannot run there, failed when the worker died, hung or its workload raised."""
+    try:
+        yield
+    except WorkerUnavailable as e:  # `from None`: pytest then prints no chained exception
+        raise pytest.skip.Exception(str(e)) from None
+    except WorkerFailed as e:
+        raise pytest.fail.Exception(str(e), pytrace=False) from None
+
+
 def _positive_int(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"edge_bench: {name} must be a whole number >= {minimum}, got {value!r}")
@@ -171,6 +195,7 @@ class EdgeBench:
         self._derived: list[DerivedMetric] = []
         self._notes: dict[str, Any] = {}
         self._peak = ProcessPeak()
+        self._worker: WorkerProcess | None = None
 
     # ---- what was measured -----------------------------------------------------------
     @property
@@ -216,6 +241,59 @@ class EdgeBench:
             )
         self._notes[key] = value
 
+    # ---- the workload worker ---------------------------------------------------------
+    @property
+    def out_of_process(self) -> bool:
+        """True when the options ask for the workloads in a worker (the suites then build
+        theirs through :meth:`worker`)."""
+        return self.settings.placement.out_of_process
+
+    def worker(self, modules: Sequence[str] | None = None) -> WorkerProcess:
+        """This test's workload worker, started at first use (unmeasured: before any
+        window) in ``--edge-workload-python`` behind ``--edge-workload-prefix``, else in
+        this interpreter; it ends with the test. With ``modules`` (a torch workload's
+        needs, e.g. ``["torchvision"]``) torch and those modules are imported there first.
+        Where it runs goes into the report (``extra.workload_process``). A worker that
+        cannot start fails the test, one whose torch does not import skips it."""
+        with worker_failures():
+            if self._worker is None or self._worker.closed:
+                self._worker = WorkerProcess(self.settings.placement)
+            try:
+                if modules is not None:
+                    self._worker.probe(modules)
+            finally:  # a worker without torch still says where it ran
+                self._notes["workload_process"] = self._worker.describe()
+        return self._worker
+
+    def load_in_worker(
+        self,
+        spec: Mapping[str, Any],
+        *,
+        label: str = "load",
+        device: str = "cpu",
+        modules: Sequence[str] | None = None,
+        params: Mapping[str, object] | None = None,
+        workload: type[RemoteWorkload] = RemoteWorkload,
+    ) -> RemoteWorkload:
+        """Build the workload of ``spec`` in this test's worker (see :meth:`worker`; kinds:
+        ``zlib``, ``sleep``, ``callable``, and the suites' ``classification``,
+        ``detection``, ``nlp``, ``training``), its build and first call inside the measured
+        phase ``label``; returns what :meth:`run` measures. ``params``: what the result's
+        params say of it besides the worker's facts; ``workload``: the class made of the
+        worker's answer (a subclass of :class:`~.remote.RemoteWorkload`)."""
+        worker = self.worker(modules)
+
+        def build() -> RemoteWorkload:
+            return workload(worker, worker.build(spec), params=params)
+
+        built, _ = self.phase(label, build, device=device, in_worker=True)
+        return built
+
+    def close(self) -> None:
+        """End this test's worker, if one was started (the fixture's teardown)."""
+        if self._worker is not None:
+            self._worker.close()
+
     # ---- plumbing --------------------------------------------------------------------
     def _with_point(self, params: Mapping[str, object] | None) -> dict[str, object]:
         """The run's params, with the id of the operating point pinned for this test."""
@@ -248,6 +326,7 @@ class EdgeBench:
             self._progress(line)
 
     # ---- benchmarks ------------------------------------------------------------------
+    @worker_failures()
     def run(
         self,
         fn: Callable[[], object],
@@ -291,13 +370,17 @@ class EdgeBench:
             raise ValueError(
                 f"edge_bench: device must be a name like 'cpu' or 'cuda', got {device!r}"
             )
-        cuda = _cuda(device)
+        remote = fn if isinstance(fn, RemoteWorkload) else None
+        cuda = _cuda(device) and remote is None  # a worker synchronises its own device
         meter = self._meter()
         root = self._root()
 
         if setup is not None and n_warmup:
             setup()
-        warm_s = self._warmup(fn, n_warmup, cuda)
+        if remote is not None:
+            warm_s = remote.run_calls(n_warmup).latencies_s.tolist() if n_warmup else []
+        else:
+            warm_s = self._warmup(fn, n_warmup, cuda)
         base_calls = math.ceil(n_items / items_per_call)
         scen = scenario if scenario is not None else s.scenario
         required_s = self._required_s(meter, window_s)
@@ -376,12 +459,20 @@ class EdgeBench:
             residency=res,
             temperature_start_c=temps_start,
             temperature_end_c=_temperatures(root),
-            memory_method="vmhwm" if self._peak.resettable else "rss-delta",
+            memory_method=self._memory_method(remote),
             simulated=self._session.simulated,
         )
         self._results.append(result)
         self._fill_extra_info()
         return result
+
+    def _memory_method(self, remote: RemoteWorkload | None) -> str:
+        """How ``memory_peak`` was measured: this process's ``VmHWM`` (reset per repeat),
+        its RSS growth, or the worker's ``VmHWM`` (``worker-vmhwm``; ``none`` where the
+        worker could not reset it)."""
+        if remote is not None:
+            return "worker-vmhwm" if remote.memory_reset else "none"
+        return "vmhwm" if self._peak.resettable else "rss-delta"
 
     def _extension(
         self, rep: RepeatResult, calls: int, required_s: float, paced: bool
@@ -452,7 +543,8 @@ class EdgeBench:
             else ""
         )
         return (
-            f"edge_bench {self.nodeid} [{label}] repeat {rep.index + 1}/{n}: {rep.items} items "
+            f"edge_bench {self.nodeid} [{label}] repeat {rep.index + 1}/{n}: "
+            f"{counted(rep.items, 'item')} "
             f"in {rep.duration_s:.3f} s, {energy}, {rate}{misses}, {state}"
         )
 
@@ -469,18 +561,22 @@ class EdgeBench:
             info.update({prefix + key: value for key, value in r.shape().items()})
         bridge.fill(self._benchmark, info)
 
+    @worker_failures()
     def phase(
-        self, label: str, fn: Callable[[], T], *, device: str = "cpu"
+        self, label: str, fn: Callable[[], T], *, device: str = "cpu", in_worker: bool = False
     ) -> tuple[T, PhaseResult]:
         """Run ``fn`` once inside one energy window (e.g. model loading) and return its value.
 
         Garbage collection is off inside the window like in :meth:`run`; a phase shorter
-        than the meter's minimum is reported INVALID, never as 0 J.
+        than the meter's minimum is reported INVALID, never as 0 J. ``in_worker``: ``fn``
+        asks this test's worker (e.g. to build its workload): no CUDA synchronisation here
+        (the worker synchronises before it answers), the memory peak is the worker's, and
+        its failures skip or fail the test in one line.
         """
-        cuda = _cuda(device)
+        cuda = _cuda(device) and not in_worker
         self._meter()
         peak = self._peak
-        reset = peak.reset()
+        reset = not in_worker and peak.reset()
         torch = _torch() if cuda else None
         if torch is not None:
             torch.cuda.synchronize()
@@ -496,11 +592,14 @@ class EdgeBench:
         finally:
             if gc_was_enabled:
                 gc.enable()
+        memory = peak.peak_bytes() if reset else None
+        if in_worker and self._worker is not None:
+            memory = self._worker.memory_peak_bytes
         result = PhaseResult(
             label=label,
             window=w.result,
             elapsed_s=elapsed,
-            memory_peak_bytes=peak.peak_bytes() if reset else None,
+            memory_peak_bytes=memory,
             device=device,
         )
         self._phases.append(result)

@@ -5,7 +5,8 @@ the workload filter, the load scenario. Built from the plugin's options by
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 
 from ..ranges import FloatRange, IntRange
 from .scenarios import OFFLINE, Scenario
@@ -21,7 +22,9 @@ __all__ = [
     "REPEATS",
     "RUNTIMES",
     "WARMUP",
+    "WORKLOAD_TIMEOUT_S",
     "BenchSettings",
+    "WorkloadPlacement",
 ]
 
 RUNTIMES = ("torch", "onnxruntime", "tensorrt")
@@ -43,6 +46,49 @@ MIN_WINDOW_S = FloatRange(0.0, 3600.0, "s")
 RATE_PER_S = FloatRange(0.01, 100_000.0, "queries per second")
 """Query rate of fixed-rate and server: one query per 100 s up to one per 10 us."""
 LATENCY_BOUND_S = FloatRange(0.0, 3600.0, "s", above_low=True)
+WORKLOAD_TIMEOUT_S = FloatRange(1.0, 86400.0, "s")
+"""Silence allowed from a workload worker (no call finished, no reply): a day bounds it."""
+DEFAULT_WORKLOAD_TIMEOUT_S = 600.0
+"""Ten minutes: a Nano building a model on its CPU, or one call of a large one, stays below."""
+PREFIXED_PYTHON = "python3"
+"""The worker's interpreter behind a prefix (a container's) when none is named."""
+
+
+@dataclass(frozen=True)
+class WorkloadPlacement:
+    """Where the suites' workloads run: in this process, or in a worker started as
+    ``[*prefix, python, ...]`` (``--edge-workload-python``, ``--edge-workload-prefix``)."""
+
+    python: str | None = None
+    """The worker's interpreter as given (a path, or a command name); None: this one's, or
+    ``python3`` behind a prefix."""
+    prefix: tuple[str, ...] = ()
+    """Words put before the interpreter (``docker run --rm -i IMAGE``)."""
+    timeout_s: float = DEFAULT_WORKLOAD_TIMEOUT_S
+    """A worker silent this long (no call finished, no reply) is hung and killed."""
+
+    @property
+    def out_of_process(self) -> bool:
+        """True when an option asked for a worker."""
+        return self.python is not None or bool(self.prefix)
+
+    @property
+    def interpreter(self) -> str:
+        """The interpreter the worker runs."""
+        if self.python is not None:
+            return self.python
+        return PREFIXED_PYTHON if self.prefix else sys.executable
+
+    def argv(self) -> list[str]:
+        """The worker's command line, before the interpreter's own arguments."""
+        return [*self.prefix, self.interpreter]
+
+    def where(self) -> str:
+        """The interpreter, and the prefix's command by its first word (the rest may hold
+        an image name or credentials; the report's settings hold it whole)."""
+        if not self.prefix:
+            return self.interpreter
+        return f"{self.interpreter} behind --edge-workload-prefix ({self.prefix[0]})"
 
 
 @dataclass(frozen=True)
@@ -66,6 +112,8 @@ class BenchSettings:
     """Runtime filter (``--runtime``): names of :data:`RUNTIMES`; empty = every runtime."""
     precisions: tuple[str, ...] = ()
     """Precision filter (``--precision``): names of :data:`PRECISIONS`; empty = every one."""
+    placement: WorkloadPlacement = field(default_factory=WorkloadPlacement)
+    """Where the suites' workloads run (``--edge-workload-python``/``-prefix``/``-timeout``)."""
 
     def items_for(self, items_per_call: int) -> int:
         """Items per repeat for a workload doing ``items_per_call`` items per call."""

@@ -27,11 +27,11 @@ timeout.
 Hand-off (``edgeenergy ab``): a holder that runs its own sessions on the board one after the
 other, and wants nothing else to measure in between, takes the lock with a random token
 (:func:`new_handoff_token`), records only its SHA-256 in the lock file and gives the token
-to its children in :data:`HANDOFF_ENV`. A :class:`Session` given that token runs inside the
-holder's lock, without taking it, when the live holder's record carries the token's digest
-AND the holder is its parent, grandparent...; it removes the token from its environment, so
-the processes it starts never inherit it. Anything else (no token, another token, a holder
-that is not an ancestor) waits or is refused as for any other holder.
+to each child through a pipe (:mod:`pytest_edgeenergy.handoff`). A :class:`Session` given
+that token runs inside the holder's lock, without taking it, when the live holder's record
+carries the token's digest AND the holder is its parent (not a grandparent: what the
+session starts never gets in). Anything else (no token, another token, a holder that is
+not the parent) waits or is refused as for any other holder.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import shlex
 import signal
 import sys
@@ -57,11 +56,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from ..handoff import HANDOFF_ENV as HANDOFF_ENV  # where sessions look for the token
+from ..handoff import new_token, take, token_digest
+from ..redact import redact_argv
 from ..safefs import (
     check_inside,
     open_nofollow,
     remove_stale_temps,
     signals_held,
+    temp_name,
 )
 from .errors import (
     PrivilegeError,
@@ -89,9 +92,6 @@ from .steps import (
 )
 
 STATE_VERSION = 1
-HANDOFF_ENV = "EDGEENERGY_LOCK_HANDOFF"
-"""Environment variable holding the hand-off token of the board lock's holder (see the
-module docstring); a :class:`Session` consumes it (removes it from ``os.environ``)."""
 STATE_IN_ROOT = "var/lib/edgeenergy/state.json"
 _TOOL = "pytest-edgeenergy"
 _HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -182,12 +182,12 @@ class LockHolder:
 
     def lends_to(self, token: str) -> bool:
         """Whether a process given ``token`` may run inside this holder's lock: the record
-        carries the token's digest and the holder is an ancestor of this process."""
+        carries the token's digest and the holder is this process's parent."""
         return (
             self.handoff is not None
             and self.pid is not None
-            and hmac.compare_digest(self.handoff, _token_digest(token))
-            and _is_ancestor(self.pid)
+            and hmac.compare_digest(self.handoff, token_digest(token))
+            and self.pid == os.getppid()
         )
 
 
@@ -197,8 +197,9 @@ _MAX_POLL_S = 0.5
 
 
 def _command_line() -> str:
-    """This process's command line as a user would type it (``pytest suites/ -x``)."""
-    argv = list(sys.argv) or ["?"]
+    """This process's command line as a user would type it (``pytest suites/ -x``), its
+    secrets hidden: the lock file is read by other users' sessions."""
+    argv = redact_argv(sys.argv) or ["?"]
     first = Path(argv[0])
     # `python -m pytest` leaves the package's __main__.py in argv[0].
     name = f"python -m {first.parent.name}" if first.name == "__main__.py" else first.name
@@ -207,43 +208,7 @@ def _command_line() -> str:
 
 def new_handoff_token() -> str:
     """A random token for :class:`StateLock` ``handoff`` (see the module docstring)."""
-    return secrets.token_hex(16)
-
-
-def _token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def _parent_pid(pid: int) -> int | None:
-    """The parent of ``pid`` from ``/proc/PID/stat``; None where it cannot be read."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: count after the last ')'.
-    fields = stat.rpartition(")")[2].split()
-    try:
-        return int(fields[1])
-    except (IndexError, ValueError):
-        return None
-
-
-def _is_ancestor(pid: int) -> bool:
-    """Whether ``pid`` is this process's parent, grandparent... (beyond the parent only
-    where ``/proc`` tells)."""
-    current: int | None = os.getppid()
-    for _ in range(_MAX_ANCESTORS):
-        if current is None or current <= 0:
-            return False
-        if current == pid:
-            return True
-        if current == 1:
-            return False
-        current = _parent_pid(current)
-    return False
-
-
-_MAX_ANCESTORS = 64
+    return new_token()
 
 
 def _parse_holder(raw: bytes) -> LockHolder | None:
@@ -288,7 +253,7 @@ class StateLock:
         self.root = root
         self._fd: int | None = None
         self._pins = False
-        self._handoff = _token_digest(handoff) if handoff else None
+        self._handoff = token_digest(handoff) if handoff else None
         self.borrowed: LockHolder | None = None
         """The holder whose lock this process runs inside (``acquire(inherit=...)``); None
         when it holds the lock itself or not at all."""
@@ -528,7 +493,7 @@ def save_state(path: Path, snapshot: Snapshot) -> None:
     name is removed first); the rename replaces whatever is at ``path``, a link included,
     never the file a link points to."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(temp_name(path) + "tmp")
     data = json.dumps(snapshot.to_json(), separators=(",", ":")).encode()
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)
@@ -911,8 +876,8 @@ class Session:
     Another live session on the same board is waited for up to ``lock_timeout_s`` (0:
     refused at once); ``on_lock_wait`` hears one line when the wait begins. A session
     started by a holder that hands its lock to its children (``handoff``, by default the
-    token in :data:`HANDOFF_ENV`, removed from the environment at :meth:`start`) runs inside
-    that holder's lock instead (see the module docstring).
+    token this process was given, taken at :meth:`start`) runs inside that holder's lock
+    instead (see the module docstring).
     """
 
     def __init__(
@@ -1005,10 +970,9 @@ class Session:
         self._atexit_registered = True
 
     def _take_handoff(self) -> str | None:
-        """The hand-off token given to this session; the environment's is removed, so the
-        processes this one starts never inherit it."""
-        inherited = os.environ.pop(HANDOFF_ENV, None)
-        return self._handoff if self._handoff is not None else inherited
+        """The hand-off token given to this session: ``handoff``, else the one this process
+        was given and nothing took yet (:func:`pytest_edgeenergy.handoff.take`)."""
+        return self._handoff if self._handoff is not None else take()
 
     def _restore_leftovers(self) -> None:
         for path in dict.fromkeys([self.state_path, *state_locations(self.knobs.root)]):

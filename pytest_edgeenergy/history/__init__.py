@@ -1,8 +1,8 @@
 """The energy history: a database of every run (SQLite or PostgreSQL), and what reads it.
 
 ``store`` (SQLAlchemy; imported on first use, never by the plugin's import path) keeps the
-runs and results; ``cli`` is ``edgeenergy history``. The store's names are importable from
-here: ``from pytest_edgeenergy.history import open_store``.
+runs and results (``edgeenergy history`` is :mod:`pytest_edgeenergy.commands.history`). The
+store's names are importable from here: ``from pytest_edgeenergy.history import open_store``.
 """
 
 from __future__ import annotations

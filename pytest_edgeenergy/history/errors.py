@@ -11,3 +11,8 @@ class HistoryError(EdgeEnergyError):
 
 class SchemaTooNew(HistoryError):
     """The database was written by a newer pytest-edgeenergy than this one."""
+
+
+class NoHistory(HistoryError):
+    """A command that reads the history was given a database that is not there or holds
+    no history; the message names it and how to create it."""

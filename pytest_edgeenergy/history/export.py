@@ -24,6 +24,7 @@ from pytest_edgeenergy.errors import EdgeEnergyError
 from pytest_edgeenergy.report.keys import op_key, op_label
 from pytest_edgeenergy.report.metric_names import higher_is_better
 from pytest_edgeenergy.report.model import device_label
+from pytest_edgeenergy.words import counted
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.history.store import HistoryStore
@@ -210,7 +211,7 @@ def stored_runs(store: HistoryStore, run_id: str | None) -> list[dict[str, Any]]
         known = store.run_ids()
         newest = ", ".join(reversed(known[-5:])) or "(the history is empty)"
         raise ExportError(
-            f"no run {run_id!r} in the history {store.name}; its {len(known)} runs, "
+            f"no run {run_id!r} in the history {store.name}; its {counted(len(known), 'run')}, "
             f"newest first: {newest}"
         )
     if not headers:

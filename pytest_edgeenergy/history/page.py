@@ -7,6 +7,10 @@ latest run; filters by board, suite (test file) and operating point in a few lin
 JavaScript that keep their state in the URL's fragment (``#board=FP&suite=FILE&point=OP``),
 so a filtered view is a link. No network is needed to view it.
 
+A page holds at most ``max_series`` series (:data:`DEFAULT_MAX_SERIES`; each figure takes a
+fraction of a second and about 20 KB): the series with changes first, the most recent
+regression first (:func:`ranked`); the page and the command say how many were left out.
+
 Hooks for tests and scripts: each trend is a ``<figure class="series">`` with ``data-device``
 (fingerprint), ``data-suite``, ``data-point``, ``data-test``, ``data-metric`` and
 ``data-changes`` (how many); each change marker in its SVG is a group whose id starts with
@@ -18,7 +22,7 @@ from __future__ import annotations
 import html
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import pairwise
@@ -26,12 +30,15 @@ from statistics import median
 from typing import TYPE_CHECKING
 
 from pytest_edgeenergy.extras import require
+from pytest_edgeenergy.words import counted, visible
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.history.changes import ChangePoint
     from pytest_edgeenergy.history.store import HistoryStore, Series
 
 DEFAULT_METRIC = "energy_per_item"
+DEFAULT_MAX_SERIES = 50
+"""Series drawn on a page unless asked otherwise (about 10 s and 1 MB of figures)."""
 FALLBACK_METRIC = "energy_j"
 """Where a series has no ``energy_per_item`` (the ``energy`` fixture's windows), ``energy_j``."""
 
@@ -48,14 +55,25 @@ class Trend:
         return suite_of(self.series.test)
 
 
+Progress = Callable[[str, int, int], None]
+"""Told ``(what, done, total)`` as long work goes on: ``("finding changes", 10, 400)``."""
+
+
 @dataclass(frozen=True)
 class FleetPage:
-    """The page's HTML and what it holds."""
+    """The page's HTML and what it holds (series drawn, their changes and boards) out of
+    the ``found`` series that matched."""
 
     html: str
     series: int
     changes: int
     boards: int
+    found: int = 0
+
+    @property
+    def left_out(self) -> int:
+        """Series that matched but are not drawn (over ``max_series``)."""
+        return self.found - self.series
 
 
 def suite_of(test_id: str) -> str:
@@ -72,6 +90,7 @@ def trends(
     branch: str | None = None,
     min_size: int = 3,
     alpha: float = 0.05,
+    progress: Progress | None = None,
 ) -> list[Trend]:
     """Every series of ``metric`` (the default falls back to ``energy_j`` for a test
     without ``energy_per_item``) with its changes, in board, test, point order."""
@@ -87,10 +106,29 @@ def trends(
         ]
     chosen.sort(key=lambda s: (s.device_label, s.device, s.test, s.point))
     out = []
-    for s in chosen:
+    for i, s in enumerate(chosen):
         values = [p.value for p in s.points]  # too short for a change: none
         out.append(Trend(s, tuple(find_changes(values, min_size=min_size, alpha=alpha))))
+        if progress is not None:
+            progress("finding changes", i + 1, len(chosen))
     return out
+
+
+def ranked(found: Sequence[Trend]) -> list[Trend]:
+    """``found`` in the order a page with room for fewer keeps them: series with a change
+    first, those whose latest change is a regression before the others, each by the time
+    of that change, newest first; then the series without a change, newest run first."""
+    from pytest_edgeenergy.report.metric_names import higher_is_better
+
+    def key(t: Trend) -> tuple[int, float]:
+        s = t.series
+        if not t.changes:
+            return (2, -s.points[-1].started_at.timestamp())
+        last = t.changes[-1]
+        worse = (last.rel_change > 0) != higher_is_better(s.metric)
+        return (0 if worse else 1, -s.points[last.index].started_at.timestamp())
+
+    return sorted(found, key=key)
 
 
 def render_page(
@@ -114,13 +152,20 @@ def fleet_page(
     branch: str | None = None,
     min_size: int = 3,
     alpha: float = 0.05,
+    max_series: int | None = DEFAULT_MAX_SERIES,
+    progress: Progress | None = None,
 ) -> FleetPage:
-    """The page with its counts (series, changes, boards)."""
+    """The page with its counts (series, changes, boards); at most ``max_series`` series
+    drawn (None: every one), chosen by :func:`ranked`."""
     require("matplotlib", "analysis", "the fleet page (edgeenergy history html)")
-    found = trends(
+    every = trends(
         store, metric=metric, test=test, since=since, branch=branch,
-        min_size=min_size, alpha=alpha,
+        min_size=min_size, alpha=alpha, progress=progress,
     )  # fmt: skip
+    found = every
+    if max_series is not None and len(every) > max_series:
+        kept = {id(t) for t in ranked(every)[:max_series]}
+        found = [t for t in every if id(t) in kept]  # in the page's order
     boards = {t.series.device for t in found}
     filters = []
     if test:
@@ -131,19 +176,23 @@ def fleet_page(
         filters.append(f"branch {branch}")
     body = [
         _summary(store.name, metric, found, len(boards), filters),
+        _left_out(every, found, max_series),
         _filters(found),
         _latest_table(found),
-        _trend_sections(found),
+        _trend_sections(found, progress),
     ]
     page = _document(f"Energy history: {metric}", "\n".join(body))
-    return FleetPage(page, len(found), sum(len(t.changes) for t in found), len(boards))
+    changes = sum(len(t.changes) for t in found)
+    return FleetPage(page, len(found), changes, len(boards), len(every))
 
 
 # -- parts of the page ---------------------------------------------------------------------
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Text for the page: escaped, and its invisible characters (a bidi override that
+    would show a test id reversed, a zero-width space) shown as ``<U+202E>``."""
+    return html.escape(visible(str(text)), quote=True)
 
 
 def _short(commit: str | None) -> str:
@@ -176,9 +225,25 @@ def _summary(db: str, metric: str, found: Sequence[Trend], boards: int, filters:
     return (
         f'<p class="summary">From {_e(db)}{where}, made {_e(_time(made))}: '
         f'<span id="counts" data-series="{len(found)}" data-changes="{changes}" '
-        f'data-boards="{boards}">{len(found)} series, {changes} changes, {boards} boards'
+        f'data-boards="{boards}">{len(found)} series, {counted(changes, "change")}, '
+        f"{counted(boards, 'board')}"
         f"</span>.{note} Changes are found as by <code>edgeenergy history changes</code>; "
         "commits: the last run before a change .. the first run after it.</p>"
+    )
+
+
+def _left_out(every: Sequence[Trend], found: Sequence[Trend], max_series: int | None) -> str:
+    """The note saying how many series matched but are not drawn, and how to see them."""
+    missing = len(every) - len(found)
+    if not missing:
+        return ""
+    changes = sum(len(t.changes) for t in every) - sum(len(t.changes) for t in found)
+    return (
+        f'<p class="note" id="left-out" data-left-out="{missing}">{missing} of {len(every)} '
+        f"series are not drawn ({changes} changes in them): this page holds {max_series}, "
+        "the series with changes first, the most recent regression first. Narrow it with "
+        "<code>--test</code>, <code>--since</code> or <code>--branch</code>, or draw more "
+        "with <code>--max-series N</code> (<code>0</code>: every one).</p>"
     )
 
 
@@ -267,7 +332,7 @@ def _latest_table(found: Sequence[Trend]) -> str:
     return "".join(out)
 
 
-def _trend_sections(found: Sequence[Trend]) -> str:
+def _trend_sections(found: Sequence[Trend], progress: Progress | None = None) -> str:
     out = ["<h2>Trends</h2>"]
     device: str | None = None
     for i, t in enumerate(found):
@@ -281,6 +346,8 @@ def _trend_sections(found: Sequence[Trend]) -> str:
                 f"<h3>{_board(s.device_label)} <small>[{_e(device)}]</small></h3>"
             )
         out.append(_figure(i, t))
+        if progress is not None:
+            progress("drawing", i + 1, len(found))
     if device is not None:
         out.append("</section>")
     return "\n".join(out)
@@ -299,13 +366,18 @@ def _figure(index: int, trend: Trend) -> str:
             f"({100.0 * c.rel_change:+.1f} %, p = {c.p_value:.3g})</li>"
         )
     changes = f"<ul>{''.join(items)}</ul>" if items else ""
+    if any(c.autocorrelated for c in trend.changes):
+        from pytest_edgeenergy.history.changes import AUTOCORRELATED
+
+        r = trend.changes[0].autocorrelation
+        changes += f'<p class="autocorrelated">Note: {_e(AUTOCORRELATED)} (r = {r:.2f}).</p>'
     return (
         f'<figure class="series" id="series-{index}" data-device="{_e(s.device)}" '
         f'data-suite="{_e(trend.suite)}" data-point="{_e(s.point)}" data-test="{_e(s.test)}" '
         f'data-metric="{_e(s.metric)}" data-changes="{len(trend.changes)}">'
         f"{_svg(index, trend)}<figcaption><b>{_e(s.test)}</b> at {_e(s.point)}: "
-        f"{_e(s.metric)}{_e(unit)} over {len(s.points)} runs, "
-        f"{len(trend.changes)} change{'s' if len(trend.changes) != 1 else ''}"
+        f"{_e(s.metric)}{_e(unit)} over {counted(len(s.points), 'run')}, "
+        f"{counted(len(trend.changes), 'change')}"
         f"{changes}</figcaption></figure>"
     )
 
@@ -314,7 +386,7 @@ def _svg(index: int, trend: Trend) -> str:
     """The trend as an inline SVG: each point a run, each change a dashed line whose group
     id is ``change-INDEX-K``, the level (median) of each stretch between changes in grey."""
     import matplotlib
-    from matplotlib.dates import date2num
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
     from matplotlib.figure import Figure
 
     s = trend.series
@@ -326,7 +398,9 @@ def _svg(index: int, trend: Trend) -> str:
     with matplotlib.rc_context(
         {"svg.fonttype": "none", "svg.hashsalt": f"series-{index}", "font.size": 9}
     ):
-        fig = Figure(figsize=(7.0, 2.6), layout="constrained")
+        # Fixed margins: a constrained layout lays every figure out twice (half its time).
+        fig = Figure(figsize=(7.0, 2.6))
+        fig.subplots_adjust(left=0.13, right=0.98, bottom=0.2, top=0.95)
         ax = fig.add_subplot()
         many = len(values) > 200
         ax.plot(times, values, "-" if many else "-o", color="#1f77b4", lw=1, ms=3)
@@ -346,7 +420,11 @@ def _svg(index: int, trend: Trend) -> str:
                 color="#d62728",
             )
         ax.xaxis_date(tz="UTC")
-        ax.set_ylabel(f"{s.metric} [{s.unit}]" if s.unit else s.metric)
+        locator = AutoDateLocator(tz=timezone.utc)  # type: ignore[no-untyped-call]
+        ax.xaxis.set_major_locator(locator)
+        concise = ConciseDateFormatter(locator, tz=timezone.utc)  # type: ignore[no-untyped-call]
+        ax.xaxis.set_major_formatter(concise)
+        ax.set_ylabel(visible(f"{s.metric} [{s.unit}]" if s.unit else s.metric))
         ax.grid(alpha=0.3)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
@@ -378,6 +456,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 figure.series{margin:1em 0;max-width:760px}
 figure.series svg{width:100%;height:auto}
 figcaption{font-size:.85em}figcaption ul{margin:.2em 0}
+.note{background:#fff3cd;border:1px solid #e0c060;padding:.4em .6em}
 [hidden]{display:none!important}
 """
 

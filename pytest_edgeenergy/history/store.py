@@ -11,10 +11,12 @@ up to :data:`SQLITE_BUSY_TIMEOUT_S` for each other instead of failing.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
-from collections.abc import Iterator, Mapping
+import shlex
+import stat
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,9 +28,17 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from pytest_edgeenergy.extras import require
 from pytest_edgeenergy.history import schema
-from pytest_edgeenergy.history.errors import HistoryError, SchemaTooNew
+from pytest_edgeenergy.history.errors import HistoryError, NoHistory, SchemaTooNew
+from pytest_edgeenergy.inputfiles import InputFileError, kind_of, stat_input
+from pytest_edgeenergy.redact import (
+    hide_values,
+    redact_argv,
+    redact_text,
+    redact_value,
+    secret_name,
+)
 from pytest_edgeenergy.report.keys import op_key, test_name
-from pytest_edgeenergy.report.load import ReportError, _read_json, check_report
+from pytest_edgeenergy.report.load import ReportError, check_report, read_json
 from pytest_edgeenergy.report.model import device_label
 
 DB_ENV = "EDGEENERGY_DB"
@@ -39,11 +49,13 @@ _ALLOWED = "a file path, sqlite:///PATH or postgresql://USER:PASSWORD@HOST/DB"
 
 @dataclass(frozen=True)
 class AddResult:
-    """What :meth:`HistoryStore.add_report` did: ``added`` is False when the run was there."""
+    """What :meth:`HistoryStore.add_report` did: ``added`` is False when the run was there;
+    ``results`` counts the rows stored (one per test x metric), ``tests`` the tests."""
 
     run_id: str
     added: bool
     results: int
+    tests: int = 0
 
 
 @dataclass(frozen=True)
@@ -86,55 +98,81 @@ def database_url(db: str | Path | None) -> sa.URL:
         return sa.URL.create("sqlite", database=text)
     try:
         url = sa.make_url(text)
-    except sa.exc.ArgumentError as e:
-        raise HistoryError(f"history database URL {_hidden(text)!r} is not a URL: {e}") from None
+    except (sa.exc.ArgumentError, ValueError) as e:  # ValueError: a port that is no number
+        raise HistoryError(
+            f"history database URL {redact_text(text)!r} is not a URL: {redact_text(str(e))}"
+        ) from None
     backend = url.get_backend_name()
     if backend == "sqlite" and url.get_driver_name() == "pysqlite":
         if not url.database or url.database == ":memory:":
             raise HistoryError(
-                f"history database {_hidden(text)!r} names no file: give sqlite:///PATH"
+                f"history database {redact_text(text)!r} names no file: give sqlite:///PATH"
             )
         return url
     if backend in ("postgresql", "postgres"):
         if url.drivername not in ("postgresql", "postgres", "postgresql+psycopg"):
             raise HistoryError(
-                f"history database URL {_hidden(text)!r}: only the psycopg driver is supported "
+                f"history database URL {redact_text(text)!r}: only the psycopg driver is supported "
                 "(postgresql:// or postgresql+psycopg://)"
             )
         return url.set(drivername="postgresql+psycopg")
-    raise HistoryError(f"history database {_hidden(text)!r} is not supported: give {_ALLOWED}")
-
-
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
-
-
-def _hidden(text: str) -> str:
-    return _PASSWORD.sub(r"\1***@", text)
+    raise HistoryError(f"history database {redact_text(text)!r} is not supported: give {_ALLOWED}")
 
 
 def display_name(url: sa.URL) -> str:
-    """How messages name the database: the file, or the URL without its password."""
+    """How messages and the page name the database: the file, or the URL without its
+    password (in the user part or the query: ``?password=``)."""
     if url.get_backend_name() == "sqlite":
         return str(url.database)
-    return url.render_as_string(hide_password=True)
+    return redact_text(url.render_as_string(hide_password=True))
 
 
-def open_store(db: str | Path | None = None) -> HistoryStore:
-    """Open (creating or migrating as needed) the history database ``db``."""
-    return HistoryStore(database_url(db))
+def _secrets(url: sa.URL) -> list[str]:
+    """The passwords ``url`` gives the driver (its own and a query's ``password=``)."""
+    found = [url.password] if url.password else []
+    for name, value in url.query.items():
+        if secret_name(name):
+            found += [value] if isinstance(value, str) else list(value)
+    return [str(v) for v in found if v]
+
+
+def open_store(db: str | Path | None = None, *, create: bool = True) -> HistoryStore:
+    """Open the history database ``db``, migrating it forward as needed.
+
+    ``create`` (what adds runs: ``history add``, ``--edge-history-add``) also makes a
+    database that is not there yet. Without it (what only reads the history) no file,
+    directory or schema is ever made: a database that is missing or holds no history is
+    a :class:`~.errors.NoHistory` naming it and how to create it."""
+    try:
+        return HistoryStore(database_url(db), create=create)
+    except NoHistory as e:
+        if db is None and not os.environ.get(DB_ENV):
+            raise NoHistory(
+                f"{e} (the default database; name another with --db or ${DB_ENV})"
+            ) from None
+        raise
 
 
 class HistoryStore:
     """A connection to the history database; a context manager that closes it."""
 
-    def __init__(self, url: sa.URL) -> None:
+    def __init__(self, url: sa.URL, *, create: bool = True) -> None:
         self.url = url
         self.name = display_name(url)
-        self._password = url.password
+        self._secrets = _secrets(url)
         self.dialect = url.get_backend_name()
+        self._create = create
+        self.created = False
+        """Whether opening made the history (its tables): a new database, or an empty one."""
         if self.dialect == "sqlite":
             path = Path(str(url.database))
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if _sqlite_file(path, self.name, create=create):
+                path.parent.mkdir(parents=True, exist_ok=True)
+            else:  # only an existing file: sqlite makes a missing one on connect
+                url = url.set(
+                    database=f"file:{urllib.parse.quote(os.path.abspath(path))}",
+                    query={**url.query, "mode": "rw", "uri": "true"},
+                )
             self.engine = sa.create_engine(
                 url,
                 connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S},
@@ -179,14 +217,18 @@ class HistoryStore:
 
     def _error(self, doing: str, e: sa.exc.DBAPIError) -> HistoryError:
         text = str(e.orig).strip().splitlines()[0] if str(e.orig).strip() else type(e).__name__
-        if self._password:
-            text = text.replace(self._password, "***")
+        text = hide_values(text, self._secrets)
         return HistoryError(f"{doing} the history database {self.name}: {text}")
 
     def _migrate(self) -> None:
         """Bring the database to :data:`schema.SCHEMA_VERSION`; a read when it is there."""
         with self._begin(write=False) as conn:
             version = self._version(conn)
+        if version is None and not self._create:
+            raise NoHistory(
+                f"the database {self.name} holds no energy history (no schema_version "
+                f"table): {_CREATE_HINT.format(db=_quoted(self))}"
+            )
         if version != schema.SCHEMA_VERSION:
             with self._begin(write=True) as conn:
                 if self.dialect == "postgresql":
@@ -194,6 +236,7 @@ class HistoryStore:
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(7268016)"))
                 version = self._version(conn)  # again: another process may have migrated
                 if version is None:
+                    self.created = True
                     schema.version_table.create(conn)
                     conn.execute(schema.version_table.insert().values(version=0))
                     version = 0
@@ -220,7 +263,7 @@ class HistoryStore:
         found = conn.execute(sa.select(sa.func.max(schema.version_table.c.version)))
         version = found.scalar_one_or_none() or 0
         if version > schema.SCHEMA_VERSION:
-            from pytest_edgeenergy import __version__
+            from pytest_edgeenergy._version import __version__
 
             raise SchemaTooNew(
                 f"the history database {self.name} has schema version {version}; this "
@@ -240,7 +283,7 @@ class HistoryStore:
         A report whose run did not finish is refused unless ``unfinished``: added now, its
         later results would never be (the run id is already there).
         """
-        doc = _read_json(Path(path))
+        doc = read_json(Path(path))
         written = doc.get("schema_version") if isinstance(doc, dict) else None
         report = check_report(doc, path)
         if report.get("finished_at") is None and not unfinished:
@@ -263,7 +306,7 @@ class HistoryStore:
                 return AddResult(run["run_id"], False, 0)
             if rows:
                 conn.execute(schema.results.insert(), rows)
-        return AddResult(run["run_id"], True, len(rows))
+        return AddResult(run["run_id"], True, len(rows), len(report["tests"]))
 
     # -- reading ---------------------------------------------------------------------
 
@@ -291,9 +334,10 @@ class HistoryStore:
         device: str | None = None,
     ) -> list[Series]:
         """Every series (device x operating point x test x metric) with its points in time
-        order. ``test`` is a test id, or an fnmatch pattern when it holds ``*`` or ``?``
-        (so that a test id's ``[params]`` never reads as a character class); ``device``
-        a device fingerprint. A point is a result with a value whose test was not invalid."""
+        order. ``test`` is a test id, or a pattern when it holds ``*`` or ``?``
+        (:func:`id_matcher`: brackets match themselves, as in every parametrized id);
+        ``device`` a device fingerprint. A point is a result with a value whose test was
+        not invalid."""
         r, runs = schema.results.c, schema.runs.c
         query = (
             sa.select(
@@ -327,10 +371,10 @@ class HistoryStore:
             if not wild:  # a test id, brackets and all
                 query = query.where(r.test_id == test)
             else:
-                head = test[: min(wild + [i for i, ch in enumerate(test) if ch == "["])]
+                head = test[: wild[0]]
                 if head:  # the literal head narrows the rows read, through the index
                     query = query.where(self._starts_with(r.test_id, head))
-                matcher = re.compile(fnmatch.translate(test)).match
+                matcher = id_matcher(test)
         out: list[Series] = []
         with self._begin(write=False) as conn:
             current: _Key | None = None
@@ -434,6 +478,15 @@ class HistoryStore:
 _Key = tuple[str, str, str, str, "str | None"]
 
 
+def id_matcher(pattern: str) -> Callable[[str], bool]:
+    """Whether a test id matches ``pattern``: ``*`` is any text, ``?`` one character, and
+    everything else itself. Not fnmatch: its ``[...]`` is a character class, and every
+    parametrized id holds brackets (``*test_x[*]`` would match no ``test_x[bs8]``)."""
+    parts = (".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern)
+    regex = re.compile("".join(parts), re.DOTALL)
+    return lambda test_id: regex.fullmatch(test_id) is not None
+
+
 def _report_document(run: Mapping[str, Any], tests: list[dict[str, Any]]) -> dict[str, Any]:
     """A stored run as the report fields the gate reads."""
     finished = run["finished_at"]
@@ -452,6 +505,40 @@ def _report_document(run: Mapping[str, Any], tests: list[dict[str, Any]]) -> dic
 def _series(key: _Key, points: list[SeriesPoint], label: str) -> Series:
     device, point, test, metric, unit = key
     return Series(device, point, test, metric, unit, tuple(points), label)
+
+
+_CREATE_HINT = (
+    "a command that reads the history never creates one; `edgeenergy history init --db {db}` "
+    "creates it empty, `edgeenergy history add --db {db} REPORT` (or pytest's "
+    "--edge-history-add) with a run"
+)
+
+
+def _quoted(store: HistoryStore) -> str:
+    return shlex.quote(store.name) if store.dialect == "sqlite" else "URL"
+
+
+def _sqlite_file(path: Path, name: str, *, create: bool) -> bool:
+    """Whether the SQLite database at ``path`` is still to be made (only when ``create``):
+    an existing one must be a regular file; a missing one, for a reader, is a
+    :class:`NoHistory` and a loop of links or a path through a file a :class:`HistoryError`."""
+    try:
+        found = stat_input(path)
+    except InputFileError as e:
+        raise HistoryError(f"history database {e}") from None
+    if found is None:
+        if create:
+            return True
+        hint = _CREATE_HINT.format(db=shlex.quote(name))
+        raise NoHistory(f"no history database {name}: no such file; {hint}")
+    if not stat.S_ISREG(found.st_mode):
+        raise HistoryError(
+            f"history database {name}: is {kind_of(found.st_mode)}, not a database file"
+        )
+    if found.st_size == 0 and not create:
+        hint = _CREATE_HINT.format(db=shlex.quote(name))
+        raise NoHistory(f"history database {name}: is empty (0 bytes), no history yet; {hint}")
+    return False
 
 
 class _Transaction:
@@ -527,6 +614,7 @@ def report_rows(
     git = report.get("git") or {}
     started = _parse_time(report["started_at"])
     finished = report.get("finished_at")
+    command_line = report.get("command_line")
     run = {
         "run_id": report["run_id"],
         "device": device["fingerprint"],
@@ -541,8 +629,9 @@ def report_rows(
         "git_commit": git.get("commit"),
         "branch": branch if branch is not None else git.get("branch"),
         "dirty": git.get("dirty"),
-        "command_line": report.get("command_line"),
-        "settings": report.get("settings"),
+        # hidden again: a report of another tool or an older version may hold a password
+        "command_line": redact_argv(command_line) if command_line is not None else None,
+        "settings": redact_value(report.get("settings")),
         "device_info": dict(device),
         "added_at": datetime.now(timezone.utc),
     }

@@ -11,7 +11,9 @@ Typical use::
 Windows may overlap (each keeps its own start time and counter snapshot). Over a
 PreadSource (the INA rails) ``begin()`` and ``end()`` each take one synchronous reading of
 every rail, timestamped, as the window's edges: a window costs at most one read at each edge
-whatever the sampling interval, and never waits for the sampler.
+whatever the sampling interval, and never waits for the sampler. A window whose edges were
+stamped by someone else (a measured command's marks) is made after the fact by
+:meth:`Meter.window_between`, its edges interpolated between the samples around them.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .compute import WindowContext, WindowRules, compute_result
-from .sampler import DEFAULT_RETAIN_S, EdgeReading, Sampler
+from .sampler import DEFAULT_RETAIN_S, Counters, EdgeReading, Sampler
 from .source import PowerSource
 from .window import IdleBaseline, RailEnergy, TotalEnergy, Window, WindowResult
 
@@ -239,6 +241,54 @@ class Meter:
         w = self.begin(label)
         time.sleep(seconds)
         return w.end()
+
+    def window_between(
+        self,
+        label: str,
+        t0: float,
+        t1: float,
+        *,
+        begin: Counters | None = None,
+        end: Counters | None = None,
+    ) -> WindowResult:
+        """The window ``[t0, t1]`` (``time.monotonic()`` seconds, stamped by someone else:
+        a measured command's own marks), computed after the fact from the retained samples.
+
+        No edge reading exists for a past instant: each edge's value is interpolated on the
+        line between the samples around it (:mod:`.integrate`), so waits (bounded) for a
+        sample after ``t1``. ``begin``/``end``: the sampler's counters taken as close to the
+        edges as the caller could (reads, read errors, sampler CPU and missed slots count
+        between them; default: now, so without ``begin`` none are counted; the samples,
+        their gaps and the validity rules on them always are).
+        :class:`ValueError` for edges that are not finite, reversed, in the future or
+        before the sampler's first sample."""
+        if not (math.isfinite(t0) and math.isfinite(t1)):
+            raise ValueError(f"window {label!r}: edges must be finite, got {t0!r}, {t1!r}")
+        if t1 < t0:
+            raise ValueError(f"window {label!r}: end {t1!r} is before its start {t0!r}")
+        if t1 > time.monotonic():
+            raise ValueError(f"window {label!r}: end {t1!r} is in the future")
+        self.start()
+        self.sampler.wait_for_sample_after(t1, self._edge_wait_s())
+        now = self.sampler.counters()
+        data = self.sampler.slice_between(t0, t1, pad=1)
+        starts_late = len(data) == 0 or data.ts[0] > t0
+        if starts_late and data.start_index == 0:
+            raise ValueError(
+                f"window {label!r}: starts at {t0!r}, before the sampler's first sample"
+            )
+        return compute_result(
+            label=label,
+            t0=t0,
+            t1=t1,
+            data=data,
+            begin=begin if begin is not None else now,
+            end=end if end is not None else now,
+            ctx=self._ctx,
+            rules=self.rules,
+            idle=self._idle,
+            evicted=starts_late,  # the samples before t0 were dropped already
+        )
 
     def finish_window(self, window: Window) -> WindowResult:
         """End ``window`` now with an edge reading, or else by waiting for a sample after its

@@ -1,7 +1,8 @@
 """tegrastats as a power source: live (a running ``tegrastats``) and log replay.
 
-The parser lives in :mod:`.tegrastats_parse`, log integration and the CLI in
-:mod:`.tegrastats_log`; both are re-exported here.
+The parser lives in :mod:`.tegrastats_parse`, log integration in :mod:`.tegrastats_log`;
+both are re-exported here (``edgeenergy tegrastats-energy`` is
+:mod:`pytest_edgeenergy.commands.tegrastats_energy`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import IO
 
 from ..board.types import TotalMethod
 from .source import Quantity, ReadError, SourceUnavailable
-from .tegrastats_log import ChannelEnergy, LogEnergy, integrate_log, tegrastats_energy_main
+from .tegrastats_log import ChannelEnergy, LogEnergy, integrate_log
 from .tegrastats_parse import (
     TOTAL_RAIL_PRIORITY,
     CpuCore,
@@ -45,7 +46,6 @@ __all__ = [
     "TegrastatsSource",
     "integrate_log",
     "parse_line",
-    "tegrastats_energy_main",
     "total_power_w",
     "total_rail_of",
 ]

@@ -11,6 +11,7 @@ the gate and prints the summary. The layers below are imported only then.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..errors import EdgeEnergyError
+from ..handoff import HANDOFF_ENV
 from . import bench_options, options
 
 if TYPE_CHECKING:
@@ -65,6 +67,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
+    handoff = None
+    if HANDOFF_ENV in os.environ:  # a session of edgeenergy ab (or a process it started)
+        from .ab_session import take
+
+        handoff = take(config, lambda line: _say_now(config, line))
     try:
         s = options.build(config)
         control = options.build_control(config)
@@ -114,7 +121,11 @@ def pytest_configure(config: pytest.Config) -> None:
         bench=bench,
         notify=lambda line: _say_now(config, line),
         reports_dir=config.rootpath / "reports",
-        report_settings=_report_settings(config),
+        report_settings={
+            **_report_settings(config),
+            **bench_options.placement_settings(bench.placement),
+        },
+        handoff=handoff,
     )
     if search is not None:
         from .search import LiveSearch

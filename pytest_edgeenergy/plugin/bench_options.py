@@ -9,6 +9,10 @@ the command line, in the environment or in the ini file still wins.
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+
 import pytest
 
 from ..bench.scenarios import SCENARIOS, Scenario
@@ -23,7 +27,9 @@ from ..bench.settings import (
     REPEATS,
     RUNTIMES,
     WARMUP,
+    WORKLOAD_TIMEOUT_S,
     BenchSettings,
+    WorkloadPlacement,
 )
 from .options import Option, SettingsError, Value, checked, lookup
 
@@ -148,6 +154,36 @@ BENCH_OPTIONS: dict[str, Option] = {
         metavar="SECONDS",
         allowed=LATENCY_BOUND_S,
     ),
+    # -- where the suites' workloads run (bench/worker.py) --
+    "workload_python": Option(
+        "--edge-workload-python",
+        "edge_workload_python",
+        "EDGEENERGY_WORKLOAD_PYTHON",
+        "run the suites' workloads in this Python (3.6 or newer, e.g. JetPack 5's "
+        "/usr/bin/python3.8 with NVIDIA's torch) through a worker; the harness stays in this "
+        "one; behind --edge-workload-prefix, the interpreter inside it (default python3)",
+        None,
+        metavar="PATH",
+    ),
+    "workload_prefix": Option(
+        "--edge-workload-prefix",
+        "edge_workload_prefix",
+        "EDGEENERGY_WORKLOAD_PREFIX",
+        "run the workload worker behind this command, split as a shell would, e.g. "
+        "'docker run --rm -i --runtime nvidia IMAGE' (-i: the worker speaks over stdin)",
+        None,
+        metavar="COMMAND",
+    ),
+    "workload_timeout": Option(
+        "--edge-workload-timeout",
+        "edge_workload_timeout",
+        "EDGEENERGY_WORKLOAD_TIMEOUT",
+        "seconds a workload worker may stay silent (no call finished, no answer) before it is "
+        "taken as hung, its process group killed and its test failed (default 600)",
+        None,
+        metavar="SECONDS",
+        allowed=WORKLOAD_TIMEOUT_S,
+    ),
 }
 
 _TRUE = ("1", "true", "yes", "on")
@@ -233,7 +269,76 @@ def build(config: pytest.Config) -> BenchSettings:
         runtimes=parse_names(_raw(config, "runtime"), "runtime", RUNTIMES),
         precisions=parse_names(_raw(config, "precision"), "precision", PRECISIONS),
         scenario=_scenario(config),
+        placement=_placement(config),
     )
+
+
+def _placement(config: pytest.Config) -> WorkloadPlacement:
+    python_v, prefix_v, timeout_v = (
+        _raw(config, k) for k in ("workload_python", "workload_prefix", "workload_timeout")
+    )
+    return parse_placement(python_v, prefix_v, timeout_v)
+
+
+def placement_settings(placement: WorkloadPlacement) -> dict[str, object]:
+    """Where the workloads run, as the report's ``settings`` record it (whichever of command
+    line, environment or ini gave it): empty in process."""
+    if not placement.out_of_process:
+        return {}
+    return {
+        "edge_workload_python": placement.interpreter,
+        "edge_workload_prefix": shlex.join(placement.prefix) if placement.prefix else None,
+        "edge_workload_timeout": placement.timeout_s,
+    }
+
+
+def _executable(text: str) -> str | None:
+    """``text`` as an executable: a path to one, or a command found on PATH."""
+    if os.sep in text:
+        return text if os.path.isfile(text) and os.access(text, os.X_OK) else None
+    return shutil.which(text)
+
+
+def parse_placement(
+    python_v: Value | None, prefix_v: Value | None, timeout_v: Value | None
+) -> WorkloadPlacement:
+    """``--edge-workload-python``, ``--edge-workload-prefix`` and ``--edge-workload-timeout``
+    (each None when not given); :class:`BenchSettingsError` naming the option and what is
+    allowed. Without a prefix the interpreter must be an executable here; behind one it is
+    the prefix's (a container's) and only the prefix's command is looked for."""
+    prefix: tuple[str, ...] = ()
+    if prefix_v is not None:
+        try:
+            prefix = tuple(shlex.split(prefix_v.text))
+        except ValueError as e:
+            raise BenchSettingsError(
+                f"{prefix_v.origin}: {prefix_v.text!r} cannot be split into words ({e})"
+            ) from None
+        if not prefix:
+            raise BenchSettingsError(
+                f"{prefix_v.origin}: names no command; give one, e.g. "
+                "'docker run --rm -i --runtime nvidia IMAGE'"
+            )
+        if _executable(prefix[0]) is None:
+            raise BenchSettingsError(
+                f"{prefix_v.origin}: {prefix[0]!r} is not an executable file nor a command on PATH"
+            )
+    python = None
+    if python_v is not None:
+        python = python_v.text.strip()
+        if not python:
+            raise BenchSettingsError(f"{python_v.origin}: names no interpreter")
+        if not prefix and _executable(python) is None:
+            raise BenchSettingsError(
+                f"{python_v.origin}: {python!r} is not an executable file nor a command on "
+                "PATH; give the path of a Python 3.6 or newer (e.g. /usr/bin/python3.8)"
+            )
+    timeout = (
+        checked(timeout_v, WORKLOAD_TIMEOUT_S, BenchSettingsError)
+        if timeout_v is not None
+        else WorkloadPlacement().timeout_s
+    )
+    return WorkloadPlacement(python, prefix, timeout)
 
 
 def _scenario(config: pytest.Config) -> Scenario:

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Literal
 
 import pytest
 
+from ..redact import redact_text
+
 if TYPE_CHECKING:
-    from ..report.gate import GateVerdict
+    from ..verdict.model import GateVerdict
     from .options import GateSettings
 
 Outcome = Literal["passed", "failed", "usage error"]
@@ -23,8 +25,8 @@ STRICT_OPTION = "--edge-fail-insufficient"
 
 def _expr_problem(text: str) -> str | None:
     """Why a gate expression is unusable before any test ran, or None."""
-    from ..report.gate import GateExprError, parse_expr
     from ..report.metric_names import name_problem
+    from ..verdict.expr import GateExprError, parse_expr
 
     try:
         expr = parse_expr(text)
@@ -36,8 +38,8 @@ def _expr_problem(text: str) -> str | None:
 def check_options(gate: GateSettings) -> None:
     """Raise :class:`pytest.UsageError` for a gate that cannot work: an expression that does
     not parse or names a metric no result can carry (with a did-you-mean), a baseline file
-    that does not exist, a baseline directory to save into that is a file, lies below a
-    file or cannot be written."""
+    that does not exist or a baseline that is no file nor directory, a baseline directory
+    to save into that is a file, lies below a file or cannot be written."""
     for text in gate.fail:
         problem = _expr_problem(text)
         if problem is not None:
@@ -48,15 +50,15 @@ def check_options(gate: GateSettings) -> None:
         )
     if gate.history is not None and gate.baseline is not None:
         raise pytest.UsageError(
-            f"--edge-history {gate.history} and --edge-baseline {gate.baseline}: the gate "
-            "judges against one of them; give one"
+            f"--edge-history {redact_text(gate.history)} and --edge-baseline {gate.baseline}: "
+            "the gate judges against one of them; give one"
         )
     if gate.history is None and (gate.history_add or gate.history_branch is not None):
         given = "--edge-history-add" if gate.history_add else "--edge-history-branch"
         raise pytest.UsageError(f"{given} needs the history database: --edge-history=DB")
     baseline = gate.baseline
-    if baseline is not None and baseline.suffix == ".json" and not baseline.exists():
-        raise pytest.UsageError(f"--edge-baseline {baseline}: baseline file does not exist")
+    if baseline is not None:
+        _check_baseline(baseline)
     target = gate.save_baseline
     if target is not None and target.exists() and not target.is_dir():
         raise pytest.UsageError(f"--edge-save-baseline {target}: not a directory")
@@ -65,10 +67,25 @@ def check_options(gate: GateSettings) -> None:
         raise pytest.UsageError(f"--edge-save-baseline {target}: {problem}")
 
 
+def _check_baseline(baseline: Path) -> None:
+    """A baseline file that does not exist, or a baseline that is neither a file nor a
+    directory (a pipe, a device, a loop of links): a usage error before any test runs."""
+    from ..report.baselines import baseline_kind
+    from ..report.load import ReportError
+
+    try:
+        kind = baseline_kind(baseline)
+    except ReportError as e:
+        raise pytest.UsageError(f"--edge-baseline {e}") from None
+    if kind is None and baseline.suffix == ".json":
+        raise pytest.UsageError(f"--edge-baseline {baseline}: baseline file does not exist")
+
+
 def check_history(gate: GateSettings) -> None:
-    """Open the history database once before any test runs (created, or migrated forward,
-    when needed), so that a database that cannot be used stops the run at its start rather
-    than after it: :class:`pytest.UsageError` naming it and why."""
+    """Open the history database once before any test runs (migrated forward when needed;
+    created only for ``--edge-history-add``: a gate alone reads it), so that a database
+    that cannot be used stops the run at its start rather than after it:
+    :class:`pytest.UsageError` naming it and why."""
     if gate.history is None:
         return
     from ..errors import EdgeEnergyError
@@ -78,7 +95,7 @@ def check_history(gate: GateSettings) -> None:
         require("sqlalchemy", "history", "the energy history (--edge-history)")
         from ..history.store import open_store
 
-        with open_store(gate.history):
+        with open_store(gate.history, create=gate.history_add):
             pass
     except MissingExtra as e:
         raise pytest.UsageError(str(e)) from None
@@ -110,7 +127,7 @@ def _measures_with(item: pytest.Item) -> str | None:
 
 
 def _metric(text: str) -> str:
-    from ..report.gate import parse_expr
+    from ..verdict.expr import parse_expr
 
     return parse_expr(text).metric  # parsed once already: check_options, the marker check
 
@@ -197,10 +214,10 @@ def _gate(
     that cannot be used (unreadable, no usable one in a directory, a total defined otherwise)
     is bad input, a usage error; so is an expression no result carries. Baselines made by
     ``edgeenergy ab`` are judged by its paired rule, others with a note on between-run drift
-    (:func:`.report.paired.gate_baselines`)."""
-    from ..report.gate import GateExprError
+    (:func:`.verdict.paired.gate_baselines`)."""
     from ..report.load import ReportError, load_report
-    from ..report.paired import gate_baselines
+    from ..verdict.expr import GateExprError
+    from ..verdict.paired import gate_baselines
 
     baseline = gate.baseline
     assert baseline is not None  # run_gate gates only with a baseline
@@ -228,10 +245,10 @@ def _gate_history(
     """The gate's verdict against the newest runs of this device in the history database,
     as ``edgeenergy history gate`` gives it; lines appended to ``lines``."""
     from ..errors import EdgeEnergyError
-    from ..history.gate import history_verdict
     from ..history.store import open_store
-    from ..report.gate import GateExprError
     from ..report.load import ReportError, load_report
+    from ..verdict.expr import GateExprError
+    from ..verdict.history import history_verdict
 
     assert gate.history is not None
     try:
@@ -240,7 +257,7 @@ def _gate_history(
         lines.append(f"edgeenergy gate: this run's report cannot be read: {e}")
         return "failed"
     try:
-        with open_store(gate.history) as store:
+        with open_store(gate.history, create=gate.history_add) as store:
             verdict = history_verdict(
                 store,
                 report,
@@ -261,7 +278,7 @@ def _gate_history(
 
 def _verdict_lines(verdict: GateVerdict, lines: list[str]) -> Outcome:
     """The verdict's table and its last line appended to ``lines``; the outcome."""
-    from ..report.gate import gate_outcome, render_verdict
+    from ..present.verdict import gate_outcome, render_verdict
 
     lines.append(render_verdict(verdict, "table", strict_option=STRICT_OPTION))
     lines.append(f"edgeenergy gate: {gate_outcome(verdict, STRICT_OPTION)}")

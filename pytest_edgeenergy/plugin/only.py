@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from ..inputfiles import InputFileError, read_text
 from ..ranges import shown
 from ..words import counted
 from .options import SettingsError, only_file
 
+MAX_ONLY_BYTES = 64 * 1024 * 1024
+"""The largest ``--edge-only`` file read (a node id is rarely 200 bytes)."""
 MAX_SHOWN_MISSING = 5
 """Ids listed but not collected named in the line (the rest counted)."""
 
@@ -39,13 +42,11 @@ def read_selection(config: pytest.Config) -> OnlySelection | None:
         return None
     path = Path(given.text)
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise SettingsError(f"{given.origin}: {shown(given.text)} is not UTF-8 text") from None
-    except OSError as e:
+        text = read_text(path, MAX_ONLY_BYTES, "a text file")
+    except InputFileError as e:
         raise SettingsError(
-            f"{given.origin}: {shown(given.text)} cannot be read ({e.strerror or e}); give a "
-            "file of test node ids, one per line"
+            f"{given.origin}: {shown(given.text)} cannot be read: {e.problem}; give a file of "
+            "test node ids, one per line"
         ) from None
     lines = (line.strip() for line in text.splitlines())
     ids = tuple(dict.fromkeys(line for line in lines if line and not line.startswith("#")))

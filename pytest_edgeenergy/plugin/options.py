@@ -81,11 +81,16 @@ __all__ = [
     "build_gate",
     "build_search",
     "checked",
+    "dest_of",
     "lookup",
     "yes_no",
 ]
 
 GROUP = "edgeenergy"
+
+COMMAND_LINE_ONLY: pytest.StashKey[frozenset[str]] = pytest.StashKey()
+"""Flags of options read from the command line alone, their environment variables and ini
+keys left unread (a session of ``edgeenergy ab``: :mod:`.ab_session`)."""
 
 
 class SettingsError(EdgeEnergyError, ValueError):
@@ -93,6 +98,28 @@ class SettingsError(EdgeEnergyError, ValueError):
 
     The plugin turns it into ``pytest.UsageError`` so pytest prints it without a traceback.
     """
+
+
+DESTS = {
+    "session": "edge_{}",
+    "grid": "edge_grid_{}",
+    "control": "edge_ctl_{}",
+    "gate": "edge_gate_{}",
+    "search": "edge_search_{}",
+}
+"""How each table's options are named in pytest's namespace, from their keys."""
+_TABLES = {
+    "session": OPTIONS,
+    "grid": GRID_OPTIONS,
+    "control": CONTROL_OPTIONS,
+    "gate": GATE_OPTIONS,
+    "search": SEARCH_OPTIONS,
+}
+
+
+def dest_of(key: str) -> str:
+    """The destination in pytest's namespace of the option ``key`` (of any table)."""
+    return next(DESTS[name].format(key) for name, table in _TABLES.items() if key in table)
 
 
 def _register(parser: pytest.Parser, table: dict[str, Option], dest: str) -> None:
@@ -125,7 +152,7 @@ def _register(parser: pytest.Parser, table: dict[str, Option], dest: str) -> Non
 def add_options(parser: pytest.Parser) -> None:
     """Register the session's options (board, sampling, report, selection)."""
     parser.getgroup(GROUP, "energy measurement on Jetson boards")
-    _register(parser, OPTIONS, "edge_{}")
+    _register(parser, OPTIONS, DESTS["session"])
 
 
 @dataclass(frozen=True)
@@ -144,6 +171,8 @@ def lookup(config: pytest.Config, opt: Option, dest: str) -> Value | None:
     if cli not in (None, False, []):
         text = ",".join(map(str, cli)) if isinstance(cli, list) else str(cli)
         return Value(text, f"{opt.flag} (command line)")
+    if opt.flag in config.stash.get(COMMAND_LINE_ONLY, frozenset()):
+        return None
     env = os.environ.get(opt.env)
     if env:
         return Value(env, f"{opt.env} (environment)")
@@ -284,8 +313,8 @@ DEFAULT_BATCH_SIZES = (8,)
 
 def add_grid_options(parser: pytest.Parser) -> None:
     """Register the grid and control options (CLI flags, ini keys)."""
-    _register(parser, GRID_OPTIONS, "edge_grid_{}")
-    _register(parser, CONTROL_OPTIONS, "edge_ctl_{}")
+    _register(parser, GRID_OPTIONS, DESTS["grid"])
+    _register(parser, CONTROL_OPTIONS, DESTS["control"])
 
 
 def grid_value(config: pytest.Config, key: str, marker_value: object | None = None) -> Value | None:
@@ -386,7 +415,7 @@ class GateSettings:
 
 
 def add_gate_options(parser: pytest.Parser) -> None:
-    _register(parser, GATE_OPTIONS, "edge_gate_{}")
+    _register(parser, GATE_OPTIONS, DESTS["gate"])
 
 
 def build_gate(config: pytest.Config) -> GateSettings:
@@ -400,6 +429,7 @@ def build_gate(config: pytest.Config) -> GateSettings:
     v = lookup(config, GATE_OPTIONS["fail"], "edge_gate_fail")
     fail = tuple(e.strip() for e in v.text.split(",") if e.strip()) if v is not None else ()
     strict = lookup(config, GATE_OPTIONS["fail_insufficient"], "edge_gate_fail_insufficient")
+
     def text(key: str) -> str | None:
         v = lookup(config, GATE_OPTIONS[key], f"edge_gate_{key}")
         return v.text.strip() or None if v is not None else None
@@ -441,7 +471,7 @@ class SearchSettings:
 
 
 def add_search_options(parser: pytest.Parser) -> None:
-    _register(parser, SEARCH_OPTIONS, "edge_search_{}")
+    _register(parser, SEARCH_OPTIONS, DESTS["search"])
 
 
 def _search_value(config: pytest.Config, key: str) -> Value | None:

@@ -54,7 +54,8 @@ class PluginSession:
     Everything it needs is given here: ``control``, ``gate`` and ``bench`` are the control,
     gate and ``edge_bench`` settings; ``notify`` says a line to the user at once; the report
     goes to ``settings.report`` or a new file in ``reports_dir``, its header holding
-    ``report_settings``."""
+    ``report_settings``; ``handoff``: the board lock's hand-off token (a session of
+    ``edgeenergy ab``)."""
 
     def __init__(
         self,
@@ -66,8 +67,11 @@ class PluginSession:
         notify: Callable[[str], None] | None = None,
         reports_dir: Path = Path("reports"),
         report_settings: Mapping[str, Any] | None = None,
+        handoff: str | None = None,
     ) -> None:
         self.settings = settings
+        self.handoff = handoff
+        """The board lock's hand-off token of a session of ``edgeenergy ab``."""
         self.control_settings = control or ControlSettings(False, False, None)
         self.gate = gate
         self.bench_settings = bench
@@ -118,12 +122,11 @@ class PluginSession:
                 report_settings=self.report_settings,
                 # dry-run writes are seen without -s
                 control_out=LineWriter(lambda line: self.notify(line)),
-                on_lock_wait=lambda line: self.notify(
-                    f"edgeenergy: {line} (--edge-lock-timeout)"
-                ),
+                on_lock_wait=lambda line: self.notify(f"edgeenergy: {line} (--edge-lock-timeout)"),
                 board_hint=PLUGIN_BOARD_HINT,
                 announce=False,  # the summary labels the run
                 overwrite_hint="pass --edge-report-overwrite",
+                handoff=self.handoff,
             )
         return self._engine
 
@@ -337,6 +340,7 @@ class PluginSession:
             request, self, self.bench_settings, benchmark=self.watch_benchmark(request)
         )
         self._benches[nodeid] = bench
+        request.addfinalizer(bench.close)  # its workload worker ends with the test
         return bench
 
     def bench_results_of(self, nodeid: str) -> list[BenchResult]:
@@ -468,7 +472,7 @@ class PluginSession:
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.tests:
-            from .summary import summary_lines
+            from ..present.summary import summary_lines
 
             title = "energy (SIMULATED: virtual board)" if self.simulated else "energy"
             terminalreporter.write_sep("=", title)
@@ -476,13 +480,18 @@ class PluginSession:
                 terminalreporter.write_line(line)
         results = self.bench_results()
         if results:
-            from .bench_summary import format_rows, summary_rows
+            from ..present.bench_summary import format_rows, summary_rows
+            from ..present.interleave_summary import INTERLEAVE_INTRO, interleave_rows
 
-            terminalreporter.write_sep(
-                "=", "energy benchmarks" + (" (SIMULATED)" if self.simulated else "")
-            )
+            simulated = " (SIMULATED)" if self.simulated else ""
+            terminalreporter.write_sep("=", "energy benchmarks" + simulated)
             for line in format_rows(summary_rows(results)):
                 terminalreporter.write_line(line)
+            interleaved = interleave_rows(self._benches.values())
+            if interleaved:
+                terminalreporter.write_sep("=", "training and inference interleaved" + simulated)
+                for line in [INTERLEAVE_INTRO, *format_rows(interleaved)]:
+                    terminalreporter.write_line(line)
         if self.gate_lines:
             terminalreporter.write_sep("=", "energy gate")
             for line in self.gate_lines:

@@ -8,16 +8,20 @@ the same parts, and two shards' loads differ by at most the largest unit's weigh
 
 A unit is one test item, except a searched test: its ``dvfs`` and ``trialN`` items are one
 unit (the search proposes each trial from the earlier ones, in one process). Weights are
-the items' ``duration_s`` in earlier reports (``--edge-shard-durations``; an item they
-lack counts their median), else 1 per item. Applied in ``pytest_collection_modifyitems``
-after the other deselections and before the plugin orders the tests by operating point;
-the report records ``shard: {index, count, tests, balanced_by}``.
+the items' durations in ``--edge-shard-durations`` (earlier energy reports, pytest-split's
+``.test_durations``, JUnit XML: :mod:`.shard_durations`; an item they lack counts the mean
+of those they time, as pytest-split's ``least_duration`` does, so that on the same
+durations both make shards of the same loads), else 1 per item. Applied in
+``pytest_collection_modifyitems`` after the other deselections and before the plugin orders
+the tests by operating point; the report records ``shard: {index, count, tests,
+balanced_by}``.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -26,11 +30,12 @@ import pytest
 
 from ..errors import InvalidValue
 from ..options_spec import OPTIONS, parse_shard
-from ..ranges import shown
 from ..words import counted
 from .options import SettingsError, Value, lookup
+from .shard_durations import Durations, DurationsError, Timing, durations_of, read_durations
 
 __all__ = [
+    "Selection",
     "ShardPlugin",
     "ShardRequest",
     "durations_of",
@@ -49,9 +54,19 @@ class ShardRequest:
 
     index: int
     count: int
-    durations: Mapping[str, float] | None = None
-    """Seconds per test id from earlier reports; None: balance by count."""
+    durations: Durations | None = None
+    """The tests' durations in earlier runs' files; None: balance by count."""
     durations_from: str | None = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The test ids of one shard, what balanced the shards, and the durations' match."""
+
+    kept: set[str]
+    balanced_by: BalancedBy
+    timing: Timing | None
+    """The collected tests' durations; None when none were given."""
 
 
 def plan_shards(weights: Mapping[str, float], count: int) -> list[list[str]]:
@@ -74,26 +89,26 @@ def unit_weights(
     units: Mapping[str, Sequence[str]], durations: Mapping[str, float] | None
 ) -> tuple[dict[str, float], BalancedBy]:
     """Each unit's weight: the sum of its tests' durations (a test without one counts the
-    median of those known), or its test count when no test has a known duration."""
+    mean of those known), or its test count when no test has a known duration. Sums are
+    exact to the last bit whatever the order of the tests (``math.fsum``)."""
     known = [durations[t] for ts in units.values() for t in ts if durations and t in durations]
     if not durations or not known:
         return {key: float(len(tests)) for key, tests in units.items()}, "count"
-    fill = statistics.median(known)
+    fill = statistics.fmean(known)
     return {
-        key: sum(durations.get(t, fill) for t in tests) for key, tests in units.items()
+        key: math.fsum(durations.get(t, fill) for t in tests) for key, tests in units.items()
     }, "durations"
 
 
-def select(
-    items: Sequence[str], unit_of: Callable[[str], str], request: ShardRequest
-) -> tuple[set[str], BalancedBy]:
+def select(items: Sequence[str], unit_of: Callable[[str], str], request: ShardRequest) -> Selection:
     """The test ids of ``items`` in shard ``request.index``, and what balanced them."""
     units: dict[str, list[str]] = {}
     for test_id in items:
         units.setdefault(unit_of(test_id), []).append(test_id)
-    weights, balanced_by = unit_weights(units, request.durations)
+    timing = None if request.durations is None else request.durations.timing(items)
+    weights, balanced_by = unit_weights(units, None if timing is None else timing.seconds)
     chosen = plan_shards(weights, request.count)[request.index - 1]
-    return {t for key in chosen for t in units[key]}, balanced_by
+    return Selection({t for key in chosen for t in units[key]}, balanced_by, timing)
 
 
 # -- reading the options -------------------------------------------------------------------
@@ -104,37 +119,11 @@ def _value(config: pytest.Config, key: str) -> Value | None:
     return lookup(config, opt, f"edge_{key}")
 
 
-def durations_of(reports: Iterable[Mapping[str, Any]]) -> dict[str, float]:
-    """Seconds per test id: the median of its ``duration_s`` over ``reports`` (tests
-    without one are left out)."""
-    seen: dict[str, list[float]] = {}
-    for report in reports:
-        for test in report["tests"]:
-            d = test.get("duration_s")
-            if isinstance(d, (int, float)) and not isinstance(d, bool):
-                seen.setdefault(test["id"], []).append(float(d))
-    return {test_id: statistics.median(ds) for test_id, ds in seen.items()}
-
-
-def _read_durations(v: Value) -> dict[str, float]:
-    from ..report.load import ReportError, load_report
-
-    path = Path(v.text)
-    if path.is_dir():
-        files = sorted(p for p in path.glob("*.json") if p.is_file())
-    elif path.is_file():
-        files = [path]
-    else:
-        raise SettingsError(
-            f"{v.origin}: {shown(v.text)} is neither a report nor a directory of reports"
-        )
-    reports = []
-    for f in files:
-        try:
-            reports.append(load_report(f))
-        except (ReportError, OSError) as e:
-            raise SettingsError(f"{v.origin}: {e}") from None
-    return durations_of(reports)
+def _read_durations(v: Value) -> Durations:
+    try:
+        return read_durations(Path(v.text))
+    except DurationsError as e:
+        raise SettingsError(f"{v.origin}: {e}") from None
 
 
 def read_request(config: pytest.Config) -> ShardRequest | None:
@@ -156,6 +145,22 @@ def read_request(config: pytest.Config) -> ShardRequest | None:
     if durations_v is None:
         return ShardRequest(index, count)
     return ShardRequest(index, count, _read_durations(durations_v), durations_v.text)
+
+
+def _balance_words(chosen: Selection, request: ShardRequest, tests: int) -> str:
+    """What balanced the shards: by count, or the durations and how well they matched."""
+    timing, source = chosen.timing, request.durations_from
+    if timing is None:
+        return "count"
+    if not timing.entries:
+        return f"count: no durations in {source}"
+    entries = counted(timing.entries, "entry", "entries")
+    if chosen.balanced_by == "count":
+        return f"count: none of the {entries} in {source} matches a collected test"
+    words = f"durations in {source}: {len(timing.seconds)} of {counted(tests, 'test')} timed"
+    if timing.unmatched:
+        words += f"; {timing.unmatched} of its {entries} match no collected test"
+    return words
 
 
 # -- the pytest glue -------------------------------------------------------------------------
@@ -188,9 +193,9 @@ class ShardPlugin:
         """Keep only this shard's tests in ``items``; returns the line saying what was kept."""
         r = self.request
         ids = [i.nodeid for i in items]
-        kept_ids, balanced_by = select(ids, _unit_key(items, searched), r)
-        kept = [i for i in items if i.nodeid in kept_ids]
-        dropped = [i for i in items if i.nodeid not in kept_ids]
+        chosen = select(ids, _unit_key(items, searched), r)
+        kept = [i for i in items if i.nodeid in chosen.kept]
+        dropped = [i for i in items if i.nodeid not in chosen.kept]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
@@ -198,12 +203,11 @@ class ShardPlugin:
             "index": r.index,
             "count": r.count,
             "tests": len(kept),
-            "balanced_by": balanced_by,
+            "balanced_by": chosen.balanced_by,
         }
-        how = f"durations in {r.durations_from}" if balanced_by == "durations" else "count"
         return (
             f"edgeenergy: shard {r.index}/{r.count}: kept {len(kept)} of "
-            f"{counted(len(ids), 'test')} (balanced by {how})"
+            f"{counted(len(ids), 'test')} (balanced by {_balance_words(chosen, r, len(ids))})"
         )
 
     def write(self, config: pytest.Config, nodeid: str | None = None) -> None:

@@ -6,12 +6,14 @@
 * :mod:`.writer`: :class:`~.writer.ReportWriter`, atomic rewrite after every test;
 * :mod:`.load`: :func:`~.load.load_report` with clear errors (parsed by ``orjson`` when
   installed), :func:`~.load.load` to a long pandas table;
-* :mod:`.compare`: ``edgeenergy compare`` (:func:`~.compare.compare_main`), reading many
-  reports in forked workers (:mod:`.parallel`);
-* :mod:`.gate`: the statistical regression gate;
-* :mod:`.plots`: PNG figures; :mod:`.external`: outside tables (LoudVA) as reports;
-* :mod:`.synthetic`: well-formed synthetic reports for tests and benchmarks.
+* :mod:`.keys`: how results line up across reports (join keys, operating-point labels);
+* :mod:`.baselines`: the baseline runs a gate reads (a file or a directory of earlier runs);
+* :mod:`.merge`: shard reports of several boards merged into one per device model;
+* :mod:`.external`: outside tables (LoudVA) read as reports.
 
-Nothing heavy is imported here: pandas, matplotlib and scipy load inside the functions
-that need them.
+What judges reports is :mod:`pytest_edgeenergy.verdict`; what shows them to people (tables,
+figures, the comparison) is :mod:`pytest_edgeenergy.present`; the ``edgeenergy`` verbs over
+them are :mod:`pytest_edgeenergy.commands`.
+
+Nothing heavy is imported here: pandas loads inside the functions that need it.
 """

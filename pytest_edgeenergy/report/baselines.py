@@ -3,9 +3,11 @@
 A directory is searched for the reports of the new run's device (fingerprint); the newest
 :data:`BASELINE_RUNS` of them are the baseline, so the gate sees their run-to-run spread.
 A directory that does not exist yet or holds no report is "no baseline yet" (the first run
-of a CI job), not an error; ``--edge-save-baseline`` creates it. A directory whose reports
-are all unusable (truncated, empty, a newer schema) or not comparable with the new run is
-an error (:class:`BaselineError`), never "no baseline": the gate would pass unjudged.
+of a CI job), not an error; ``--edge-save-baseline`` creates it. A path that is neither a
+file nor a directory (a pipe, a device) is an error (:func:`baseline_kind`), and so is a
+directory whose reports are all unusable (truncated, empty, a newer schema) or not
+comparable with the new run (:class:`BaselineError`), never "no baseline": the gate would
+pass unjudged.
 
 Two runs of one device are comparable when their total energy is defined alike
 (:func:`total_definition`): the same total rail, or the sum of the same rails, and the same
@@ -16,10 +18,13 @@ is skipped with a message saying so.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
+from pytest_edgeenergy.inputfiles import InputFileError, kind_of, os_problem, stat_input
 from pytest_edgeenergy.report.load import ReportError, load_report, require_tests
 from pytest_edgeenergy.report.model import device_label, device_slug, parse_timestamp
 from pytest_edgeenergy.report.writer import atomic_write_text
@@ -99,13 +104,14 @@ def find_baselines(
     messages: list[str] = []
     fingerprint = new_report["device"]["fingerprint"]
     label = device_label(new_report["device"])
-    if not baseline.exists():
+    kind = baseline_kind(baseline)
+    if kind is None:
         if baseline.suffix == ".json":
             raise ReportError(baseline, "baseline file does not exist")
         messages.append(f"no baseline yet: {baseline} does not exist; this run is not gated")
         return [], messages
     new_total = total_definition(new_report)
-    if baseline.is_file():
+    if kind == "file":
         report = load(baseline)
         require_tests(report, baseline)
         if report["device"]["fingerprint"] != fingerprint:
@@ -118,6 +124,10 @@ def find_baselines(
         if problem is not None:
             raise BaselineError(baseline, f"baseline {problem}")
         return [(baseline, report)], messages
+    try:
+        os.listdir(baseline)  # glob below says nothing of a directory it cannot read
+    except OSError as exc:
+        raise ReportError(baseline, f"baseline directory {os_problem(exc)}") from None
     candidates = sorted(baseline.glob("*.json"))
     if not candidates:
         messages.append(f"no baseline yet: {baseline} holds no reports; this run is not gated")
@@ -151,6 +161,27 @@ def find_baselines(
         return [], messages
     found.sort(key=lambda item: item[0], reverse=True)
     return [(path, report) for _, path, report in found[: max(1, runs)]], messages
+
+
+def baseline_kind(baseline: Path) -> Literal["file", "directory"] | None:
+    """What a baseline path is: a report file, a directory of reports, or None when
+    nothing is there yet. Anything else (a pipe such as ``<(cat r.json)``, a device, a loop
+    of links) is a :class:`ReportError`: read as a directory it would hold no reports, and
+    the run would pass ungated."""
+    allowed = "a baseline is a report file or a directory of reports"
+    try:
+        found = stat_input(baseline)
+    except InputFileError as exc:
+        raise ReportError(baseline, f"{exc.problem}; {allowed}") from None
+    if found is None:
+        return None
+    if stat.S_ISDIR(found.st_mode):
+        return "directory"
+    if stat.S_ISREG(found.st_mode):
+        return "file"
+    raise ReportError(
+        baseline, f"is {kind_of(found.st_mode)}; {allowed} (save the report to a file first)"
+    )
 
 
 def _none_usable(

@@ -132,18 +132,3 @@ def load_loudva_csv(path: Path) -> pd.DataFrame:
     for report in loudva_reports(path):
         rows.extend(long_rows(report, str(path)))
     return frame_from_rows(rows)
-
-
-def render_loudva_figures(csv_path: Path, out_dir: Path, batch_size: int = 8) -> list[Path]:
-    """The manual's figures from the LoudVA table: energy per item against GPU frequency per
-    device at ``batch_size``, and against batch size per GPU frequency (Nano)."""
-    from pytest_edgeenergy.report.plots import plot_energy_vs_batch, plot_energy_vs_gpu_freq
-
-    frame = load_loudva_csv(csv_path)
-    made = [
-        plot_energy_vs_gpu_freq(
-            frame, out_dir / "loudva_energy_vs_gpufreq.png", batch_size=batch_size
-        ),
-        plot_energy_vs_batch(frame, out_dir / "loudva_energy_vs_batch.png", device="Jetson Nano"),
-    ]
-    return [p for p in made if p is not None]

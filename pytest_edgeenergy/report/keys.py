@@ -185,6 +185,13 @@ def split_params(params: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def graph_shown(graph_mode: Any, runtime: Any) -> Any:
+    """What a table's graph (or config) column says: the runtime where it is not torch
+    (``onnxruntime``, ``tensorrt``, as the benchmark table names it), else the graph mode
+    (``eager``, ``torchscript``)."""
+    return runtime if runtime not in (None, DEFAULT_RUNTIME) else graph_mode
+
+
 def op_value(params: Mapping[str, Any], name: str) -> Any:
     """One operating-point value, read back if the board reported it, else as requested."""
     read_back = _op_dict(params, "read_back")

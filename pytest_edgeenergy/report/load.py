@@ -18,13 +18,13 @@ short label: ``15W``, ``15W gpu612MHz``, ``gpu min``, ``dvfs``; see :mod:`.keys`
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import math
 import operator
 import os
 import re
-import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -44,6 +44,8 @@ from pytest_edgeenergy.report.model import TOOL_NAME, compute_stats, device_labe
 from pytest_edgeenergy.report.schema import SCHEMA_VERSION, SchemaError, validate
 
 from ..errors import EdgeEnergyError
+from ..inputfiles import InputFileError, open_regular, too_large
+from ..words import counted
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
@@ -96,22 +98,39 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _optional_orjson() -> Callable[[bytes], Any] | None:
+def _optional_orjson() -> tuple[Callable[[bytes], Any], Callable[[Any], bytes]] | None:
     try:
         import orjson  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return None
     loads: Callable[[bytes], Any] = orjson.loads
-    return loads
+    dumps: Callable[[Any], bytes] = orjson.dumps
+    return loads, dumps
 
 
 # orjson (optional, the ``analysis`` extra) parses reports about 2.5x faster than json. Every
 # document it accepts json accepts alike, except integers beyond 64 bits, which it reads as
-# floats: a file with a run of 19 digits (only such integers have one: floats are written
-# with at most 17) goes to json. What orjson refuses (NaN, 1e400, lone surrogates, bad
-# bytes) goes to json too, which accepts it or words the error as before.
-_orjson_loads = _optional_orjson()
-_LONG_DIGITS = re.compile(rb"\d{19}")
+# floats: a file with such an integer goes to json (see _has_long_integer). What orjson
+# refuses (NaN, 1e400, lone surrogates, bad bytes) goes to json too, which accepts it or
+# words the error as before. Neither parser tells of a key given twice in one object (the
+# last one wins): see _may_repeat_keys.
+_orjson = _optional_orjson()
+_orjson_loads = _orjson[0] if _orjson is not None else None
+_orjson_dumps = _orjson[1] if _orjson is not None else None
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_RUN = b"0" * 19
+
+
+def _has_long_integer(raw: bytes) -> bool:
+    """Whether ``raw`` may hold an integer of 19 digits or more (beyond 64 bits, maybe).
+
+    Only such an integer has a run of 19 digits that follows no '.': a float is written
+    with at most 17 significant digits, the integer part of one below 1e16 and its fraction
+    (0.0016956194305141829) after its point, in at most 20 digits. So the runs of 19 digits
+    (counted from the left, without overlap) all follow a point exactly when there is no such
+    integer; a string of many digits only sends the file to json, which reads it alike."""
+    digits = raw.translate(_DIGITS_AS_ZERO)
+    return digits.count(_LONG_RUN) != digits.count(b"." + _LONG_RUN)
 
 
 class ReportError(EdgeEnergyError, ValueError):
@@ -166,17 +185,11 @@ def max_report_bytes() -> int:
 
 def _too_large(size: int | str, limit: int) -> str:
     return (
-        f"is {size} bytes, over the {limit} bytes a report may have; not read "
-        f"(set {MAX_REPORT_BYTES_ENV} to read larger reports)"
+        f"{too_large(size, limit, 'a report')} (set {MAX_REPORT_BYTES_ENV} to read larger reports)"
     )
 
 
-_KINDS = (
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a pipe (FIFO)"),
-    (stat.S_ISSOCK, "a socket"),
-)
+_REPORT_FILE = "a report file (a report is a JSON file)"
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -184,32 +197,15 @@ def _read_bytes(path: Path) -> bytes:
     memory; a text not starting with ``{`` is refused after its first block."""
     limit = max_report_bytes()
     try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise ReportError(path, "no such file") from None
-    except IsADirectoryError:
-        raise ReportError(path, "is a directory, not a report file") from None
-    except OSError as exc:
-        raise ReportError(path, f"cannot be read: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd)
-        if stat.S_ISDIR(mode.st_mode):
-            raise ReportError(path, "is a directory, not a report file")
-        if not stat.S_ISREG(mode.st_mode):
-            kind = next((k for test, k in _KINDS if test(mode.st_mode)), "not a regular file")
-            raise ReportError(path, f"is {kind}, not a report file (a report is a JSON file)")
-        if mode.st_size > limit:
-            raise ReportError(path, _too_large(mode.st_size, limit))
-        with os.fdopen(os.dup(fd), "rb", buffering=0) as handle:
+        with open_regular(path, _REPORT_FILE) as (handle, size):
+            if size > limit:
+                raise ReportError(path, _too_large(size, limit))
             head = handle.read(_HEAD_BYTES)
             whole = len(head) < _HEAD_BYTES  # a regular file reads short only at its end
             _check_start(path, head, whole=whole)
-            rest = [] if whole else _read_rest(handle, len(head), mode.st_size, limit)
-    except OSError as exc:
-        raise ReportError(path, f"cannot be read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
+            rest = [] if whole else _read_rest(handle, len(head), size, limit)
+    except InputFileError as exc:
+        raise ReportError(path, exc.problem) from None
     raw = b"".join([head, *rest]) if rest else head
     if len(raw) > limit:
         raise ReportError(path, _too_large(f"more than {limit}", limit))
@@ -251,7 +247,10 @@ def _check_start(path: Path, head: bytes, *, whole: bool) -> None:
     )
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
+    """The parsed JSON of a report file, not yet validated (see :func:`check_report`):
+    regular files of at most :func:`max_report_bytes` only, a key given twice in an object
+    refused; :class:`ReportError` names the file and the problem."""
     raw = _read_bytes(path)
     if not raw.strip():
         raise ReportError(path, "is empty (0 bytes of JSON); the writer never left it so")
@@ -264,12 +263,15 @@ def _read_json(path: Path) -> Any:
 
 
 def _parse(path: Path, raw: bytes) -> Any:
-    if _orjson_loads is not None and _LONG_DIGITS.search(raw) is None:
+    if _orjson_loads is not None and not _has_long_integer(raw):
         try:
             with gc_paused():
-                return _orjson_loads(raw)
+                doc = _orjson_loads(raw)
         except ValueError:  # orjson.JSONDecodeError; json below words the error
             pass
+        else:
+            if not _may_repeat_keys(raw, doc):
+                return doc
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -282,9 +284,45 @@ def _parse(path: Path, raw: bytes) -> Any:
         raise ReportError(path, f"is not UTF-8 text (byte {exc.start}); not a report") from None
     try:
         with gc_paused():
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=functools.partial(_unique_keys, path))
     except json.JSONDecodeError as exc:
         raise ReportError(path, _json_problem(text, exc)) from None
+
+
+def _unique_keys(path: Path, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The object of ``pairs``; :class:`ReportError` when a key is given twice."""
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ReportError(
+                    path,
+                    f"the key {key!r} appears twice in one JSON object (which value counts "
+                    "is ambiguous); a report names each key once",
+                )
+            seen.add(key)
+    return doc
+
+
+def _may_repeat_keys(raw: bytes, doc: Any) -> bool:
+    """False when no object of the text ``raw``, parsed as ``doc``, gives a key twice.
+
+    Every pair of the text has one colon outside strings; the document written again holds
+    one per pair kept and every colon its strings hold. So the colons of the two differ
+    exactly when a pair was dropped, a repeated key, unless a string writes a colon as an
+    escape (``\\u003a``): such a text, as any doubt, goes to the exact check (json).
+    Costs about a tenth of the parse, against a walk over every object that costs more than
+    the parse itself."""
+    if _orjson_dumps is None:
+        return True
+    if b"\\" in raw and (b"\\u003a" in raw or b"\\u003A" in raw):
+        return True
+    try:
+        again = _orjson_dumps(doc)
+    except TypeError:  # orjson.JSONEncodeError: cannot be, but json will say
+        return True
+    return raw.count(b":") != again.count(b":")
 
 
 _LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
@@ -514,12 +552,13 @@ def _stats_problem(samples: Sequence[float], stats: Mapping[str, Any] | None) ->
         if stats is None and not samples:
             return None
         if stats is None:
-            return f"has {len(samples)} samples but no stats"
-        return f"has stats of {stats['n']} samples but no samples"
+            return f"has {counted(len(samples), 'sample')} but no stats"
+        return f"has stats of {counted(stats['n'], 'sample')} but no samples"
     own = compute_stats(samples)
     assert own is not None  # finite samples, checked first
     if stats["n"] != own["n"]:
-        return f"stats.n is {stats['n']} but there are {own['n']} samples"
+        verb = "is" if own["n"] == 1 else "are"
+        return f"stats.n is {stats['n']} but there {verb} {counted(own['n'], 'sample')}"
     scale = max(abs(own["min"]), abs(own["max"]))
     for key in ("min", "max", "mean", "median", "stdev"):
         claimed, recomputed = stats[key], own[key]
@@ -600,7 +639,7 @@ def load_report(path: Path | str) -> dict[str, Any]:
     A report with no tests loads fine (see :func:`require_tests`); a newer
     ``schema_version`` is refused.
     """
-    return check_report(_read_json(Path(path)), path)
+    return check_report(read_json(Path(path)), path)
 
 
 def require_tests(report: Mapping[str, Any], path: Path | str) -> None:

@@ -1,4 +1,5 @@
-"""``edgeenergy merge``: shard reports of several boards into one report per device model.
+"""Shard reports of several boards merged into one report per device model (the command:
+``edgeenergy merge``).
 
 Reports are grouped by device model (model, module, SoC, virtual board model); one group
 makes one merged report, which loads, compares and gates like any other. Inside a group
@@ -27,10 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EdgeEnergyError
-from ..words import counted
 from .baselines import not_comparable, total_definition
 from .keys import JoinKey, join_key
-from .load import ReportError, check_report
+from .load import check_report, read_json
 from .model import device_slug
 
 __all__ = ["MergeError", "Merged", "board_label", "merge", "merge_reports", "model_key"]
@@ -72,14 +72,29 @@ class Merged:
     report: dict[str, Any]
 
 
+MODEL_FIELDS = ("model", "module", "soc", "simulated", "sim_model")
+"""The ``device`` fields that make two boards 'the same model' (software is checked apart)."""
+
+
 def model_key(device: Mapping[str, Any]) -> tuple[Any, ...]:
     """What makes two boards 'the same model' (their software is checked apart)."""
-    return (
-        device.get("model"),
-        device.get("module"),
-        device.get("soc"),
-        bool(device.get("simulated")),
-        device.get("sim_model"),
+    return tuple(
+        bool(device.get(f)) if f == "simulated" else device.get(f) for f in MODEL_FIELDS
+    )
+
+
+def _models_named(merged: Sequence[Merged]) -> str:
+    """The device models of ``merged`` in words; models of one name (``sim-orin-nano``
+    twice) with the fields they differ in and the first report of each."""
+    slugs = [m.slug for m in merged]
+    if len(set(slugs)) == len(slugs):
+        return ", ".join(slugs)
+    devices = [m.report["device"] for m in merged]
+    differ = [f for f in MODEL_FIELDS if len({repr(d.get(f)) for d in devices}) > 1]
+    return ", ".join(
+        f"{m.slug} ({', '.join(f'device.{f} {d.get(f)!r}' for f in differ)}, from "
+        f"{m.report['merged']['inputs'][0]['path']})"
+        for m, d in zip(merged, devices, strict=True)
     )
 
 
@@ -94,12 +109,7 @@ def board_label(report: Mapping[str, Any]) -> str:
 
 def read_input(path: Path | str) -> Input:
     """Read and validate one report; :class:`.load.ReportError` names the file."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise ReportError(path, f"cannot be read ({getattr(e, 'strerror', None) or e})") from None
-    except ValueError as e:
-        raise ReportError(path, f"is not JSON ({e})") from None
+    doc = read_json(Path(path))  # the loader of compare, history and ab, before migration
     version = doc.get("schema_version") if isinstance(doc, dict) else None
     report = check_report(doc, path)
     return Input(str(path), report, version if isinstance(version, int) else 0)
@@ -278,38 +288,12 @@ def merge_reports(paths: Sequence[Path | str]) -> list[Merged]:
     return merge([read_input(p) for p in paths])
 
 
-# -- edgeenergy merge ----------------------------------------------------------------------
-
-
-def _parser() -> Any:
-    import argparse
-
-    p = argparse.ArgumentParser(
-        prog="edgeenergy merge",
-        description="Merge the reports of shards run on several boards into one report per "
-        "device model (each result keeps its board; a key measured twice is kept and flagged).",
-    )
-    p.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="report files")
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        required=True,
-        metavar="OUT",
-        help="the merged report (a .json file) or, when the reports hold several device "
-        "models, a directory that gets DIR/<device>.json per model",
-    )
-    p.add_argument("--overwrite", action="store_true", help="replace existing output files")
-    return p
-
-
 def _targets(merged: Sequence[Merged], out: Path) -> list[Path]:
     if out.suffix == ".json":
         if len(merged) > 1:
             raise MergeError(
                 f"-o {out}: the reports hold {len(merged)} device models "
-                f"({', '.join(m.slug for m in merged)}); give -o DIR to write one merged "
-                "report per model"
+                f"({_models_named(merged)}); give -o DIR to write one merged report per model"
             )
         return [out]
     if out.exists() and not out.is_dir():
@@ -339,30 +323,6 @@ def write_merged(merged: Sequence[Merged], out: Path, *, overwrite: bool = False
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, [json.dumps(m.report, indent=1), "\n"])
     return targets
-
-
-def merge_main(argv: Sequence[str] | None = None) -> int:
-    """``edgeenergy merge REPORT... -o OUT``: 0 written, 2 bad input (named)."""
-    import sys
-
-    args = _parser().parse_args(argv)
-    try:
-        merged = merge_reports(args.reports)
-        written = write_merged(merged, args.output, overwrite=args.overwrite)
-    except (EdgeEnergyError, OSError) as e:
-        print(f"edgeenergy: {e}", file=sys.stderr)
-        return 2
-    for m, path in zip(merged, written, strict=True):
-        info = m.report["merged"]
-        results = [*m.report["tests"], *info["duplicates"]]
-        boards = len({t["board"]["label"] for t in results})
-        again = len(info["duplicates"])
-        print(
-            f"{path}: {counted(len(info['inputs']), 'report')} of {m.slug} on "
-            f"{counted(boards, 'board')}, {counted(len(m.report['tests']), 'result')}"
-            + (f", {again} measured again (kept and flagged)" if again else "")
-        )
-    return 0
 
 
 MAX_SPREAD_NOTES = 10

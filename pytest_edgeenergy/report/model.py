@@ -19,9 +19,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from pytest_edgeenergy import __version__
+from pytest_edgeenergy._version import __version__
 from pytest_edgeenergy.board.types import Identity, RailMap
 from pytest_edgeenergy.errors import InvalidValue
+from pytest_edgeenergy.redact import redact_argv, redact_value
 from pytest_edgeenergy.report.schema import SCHEMA_VERSION
 
 TOOL_NAME = "pytest-edgeenergy"
@@ -355,15 +356,16 @@ def build_header(
     started_at: datetime | None = None,
     run_id: str | None = None,
 ) -> ReportHeader:
-    """A report header for a session starting now (``finished_at`` null until finished)."""
+    """A report header for a session starting now (``finished_at`` null until finished);
+    the command line and settings with their secrets hidden (URL passwords, tokens)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": TOOL_NAME, "version": __version__},
         "run_id": run_id or uuid.uuid4().hex,
         "started_at": utc_timestamp(started_at),
         "finished_at": None,
-        "command_line": [str(a) for a in command_line],
-        "settings": dict(settings or {}),
+        "command_line": redact_argv(command_line),
+        "settings": redact_value(dict(settings or {})),
         "device": device,
         "software": software if software is not None else software_versions(),
         "git": git,

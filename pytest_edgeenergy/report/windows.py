@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from pytest_edgeenergy.report.model import Metric, Validity, build_validity, make_metric
+from pytest_edgeenergy.words import counted
 
 if TYPE_CHECKING:
     from pytest_edgeenergy.meters.window import WindowResult
@@ -85,7 +86,7 @@ def invalid_rails_of(windows: Sequence[WindowResult]) -> dict[str, str]:
                 reads += w.reads
                 for reason, n in (rail.read_errors or {}).items():
                     errors[reason] = errors.get(reason, 0) + n
-        text = f"invalid in {len(bad)} of {len(windows)} windows"
+        text = f"invalid in {len(bad)} of {counted(len(windows), 'window')}"
         if errors:
             detail = ", ".join(f"{k}: {v}" for k, v in sorted(errors.items()))
             text += f"; {sum(errors.values())} of {reads} reads failed ({detail})"

@@ -29,6 +29,7 @@ from .errors import (
     SessionClosed,
     TrialSkipped,
     Unlocked,
+    WrongThread,
 )
 from .session import EnergySession
 from .target import BoardTarget, parse_board
@@ -44,5 +45,6 @@ __all__ = [
     "SessionClosed",
     "TrialSkipped",
     "Unlocked",
+    "WrongThread",
     "parse_board",
 ]

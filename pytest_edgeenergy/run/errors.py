@@ -13,6 +13,7 @@ from ..errors import EdgeEnergyError
 
 __all__ = [
     "BoardSetupError",
+    "CommandNotStarted",
     "NoPowerMonitor",
     "PinRefused",
     "PointError",
@@ -20,6 +21,7 @@ __all__ = [
     "SessionClosed",
     "TrialSkipped",
     "Unlocked",
+    "WrongThread",
 ]
 
 
@@ -68,6 +70,10 @@ class TrialSkipped(EdgeEnergyError):
         super().__init__(reason)
 
 
+class CommandNotStarted(EdgeEnergyError, OSError):
+    """A command to measure could not be started (no such program, not executable)."""
+
+
 class SessionClosed(EdgeEnergyError, RuntimeError):
     """The session is used outside its ``with`` block (not opened yet, or closed)."""
 
@@ -75,3 +81,8 @@ class SessionClosed(EdgeEnergyError, RuntimeError):
 class Unlocked(EdgeEnergyError, RuntimeError):
     """A pin asked of a session opened with ``lock=False`` (measure only): it holds no
     lock, so it may not change the board."""
+
+
+class WrongThread(EdgeEnergyError, RuntimeError):
+    """The session is used from a thread other than the one that opened it (it pins and
+    measures its board from that thread alone)."""

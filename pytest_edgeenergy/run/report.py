@@ -36,12 +36,14 @@ def open_writer(
     reports_dir: Path,
     overwrite: bool = False,
     overwrite_hint: str = "pass --edge-report-overwrite",
+    command_line: Sequence[str] | None = None,
 ) -> ReportWriter:
     """The report writer for ``board`` (read under ``root``), its header holding the idle
     baseline and the run's ``settings``; written to ``path``, or to a new file named after
     the device and the time in ``reports_dir``. The file is written at the first finished
     test (``overwrite``: an existing file of another run may then be replaced; else it is
-    refused, the message saying ``overwrite_hint``)."""
+    refused, the message saying ``overwrite_hint``). The header records ``command_line``
+    (default: this process's ``sys.argv``)."""
     from ..report.model import (
         build_device,
         build_header,
@@ -58,7 +60,7 @@ def open_writer(
         idle = build_idle(idle_baseline.power_w, idle_baseline.rails_w, idle_baseline.samples)
     header = build_header(
         device,
-        command_line=sys.argv,
+        command_line=sys.argv if command_line is None else command_line,
         settings=dict(settings),
         git=git_info(Path.cwd()),
         idle=idle,

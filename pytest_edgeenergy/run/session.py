@@ -34,17 +34,19 @@ thin adapter over this class: it uses :meth:`~EnergySession.begin`,
 
 from __future__ import annotations
 
+import atexit
 import math
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from ..errors import EdgeEnergyError, InvalidValue
-from .errors import NoPowerMonitor, PinRefused, PointError, SessionClosed, Unlocked
+from .errors import NoPowerMonitor, PinRefused, PointError, SessionClosed, Unlocked, WrongThread
 from .records import TestEnergy
 from .target import BoardTarget, make_virtual_board, parse_board
 
@@ -74,6 +76,9 @@ RESIDENCY_INTERVAL_S = 0.05
 POINT_KEYS = ("power_mode", "cpu_freq", "gpu_freq", "emc_freq", "cpu_cores", "governor")
 """The knobs :meth:`EnergySession.pinned` takes, named as the pytest options."""
 
+LEFT_OPEN = "the window was still open when the session closed"
+"""The reason of a window's entry that the session's end had to close."""
+
 LIBRARY_BOARD_HINT = (
     'run on a virtual board with board="sim:MODEL" (e.g. sim:orin-nano), or pass the '
     "directory of a board tree as board"
@@ -101,7 +106,10 @@ class EnergySession:
     line said when the lock is busy (``on_lock_wait``) and how the no-power-monitor error
     names the way to a virtual board (``board_hint``), and whether opening a virtual board
     is said (``announce``: a front end that labels its output itself says no), and how an
-    existing report file is allowed to be replaced (``overwrite_hint``).
+    existing report file is allowed to be replaced (``overwrite_hint``), and the board lock's
+    hand-off token the front end took for this session (``handoff``; None: the one this
+    process was given, if any, see :mod:`pytest_edgeenergy.handoff`), and the command line
+    the report's header records (``command_line``; None: this process's ``sys.argv``).
     """
 
     def __init__(
@@ -127,6 +135,8 @@ class EnergySession:
         board_hint: str = LIBRARY_BOARD_HINT,
         announce: bool = True,
         overwrite_hint: str = "pass report_overwrite=True",
+        handoff: str | None = None,
+        command_line: Sequence[str] | None = None,
     ) -> None:
         self.target: BoardTarget = parse_board(board)
         if not (isinstance(idle_s, (int, float)) and math.isfinite(idle_s) and idle_s >= 0):
@@ -153,6 +163,8 @@ class EnergySession:
         self._board_hint = board_hint
         self._announce = announce
         self._overwrite_hint = overwrite_hint
+        self._handoff = handoff
+        self._command_line = list(command_line) if command_line is not None else None
         self.root: Path | None = None
         self.board: Board | None = None
         self.knobs: KnobSet | None = None
@@ -181,6 +193,10 @@ class EnergySession:
         self._stack = ExitStack()
         self._open = False
         self._labels: dict[tuple[str, str], int] = {}
+        self._thread: threading.Thread | None = None
+        """The thread that opened the session: the only one that may use it."""
+        self._windows: list[OpenWindow] = []
+        """Windows begun and not ended yet."""
 
     def _own_settings(self) -> dict[str, Any]:
         """The report header's settings, named as the pytest options that would ask the same."""
@@ -206,9 +222,11 @@ class EnergySession:
         from ..control.errors import RestoreError
         from ..safefs import signals_held
 
+        self._check_thread()
         restore_error: RestoreError | None = None
         try:
             try:
+                self._end_open_windows()
                 self.restore_board()  # journaled and signal-safe by itself
             except RestoreError as e:
                 restore_error = e
@@ -233,13 +251,16 @@ class EnergySession:
         """Set up the board, take its lock, start the sampler, measure idle power and
         prepare the report. Idempotent; on failure everything started is stopped again."""
         if self._open:
+            self._check_thread()
             return
+        self._thread = threading.current_thread()
         try:
             self._open_board()
         except BaseException:
             self._stack.close()
             raise
         self._open = True
+        atexit.register(self._close_at_exit)
 
     @property
     def is_open(self) -> bool:
@@ -289,6 +310,7 @@ class EnergySession:
             reports_dir=self.reports_dir,
             overwrite=self.report_overwrite,
             overwrite_hint=self._overwrite_hint,
+            command_line=self._command_line,
         )
         self.report_path = self._writer.path
 
@@ -305,6 +327,7 @@ class EnergySession:
             lock_timeout_s=self.lock_timeout_s,
             on_lock_wait=self._on_lock_wait,
             out=self._control_out,
+            handoff=self._handoff,
         )
         ctl.start()
         self.control = ctl
@@ -313,6 +336,7 @@ class EnergySession:
 
     def restore_board(self) -> None:
         """Put every knob back as found (idempotent); raises RestoreError if that fails."""
+        self._check_thread()
         ctl, self.control = self.control, None
         self._point = self._point_result = None
         if ctl is not None:
@@ -320,11 +344,56 @@ class EnergySession:
 
     def close(self) -> None:
         """Stop the sampler and the virtual board (removing a temporary one); restores the
-        board first when :meth:`restore_board` has not run."""
+        board first when :meth:`restore_board` has not run. A window still open is ended
+        first, its entry failed."""
+        self._check_thread()
         try:
-            self._stack.close()
+            self._end_open_windows()
         finally:
-            self._open = False
+            try:
+                self._stack.close()
+            finally:
+                self._open = False
+                atexit.unregister(self._close_at_exit)
+
+    def _close_at_exit(self) -> None:
+        """At interpreter exit, while imports still work: a session left open (no ``with``,
+        or a window's block never left) is closed as leaving ``with`` would."""
+        if not self._open:
+            return
+        self._thread = threading.current_thread()  # the opener's thread has ended
+        left = len(self._windows)
+        if left:
+            from ..words import counted
+
+            self.notify(
+                f"edgeenergy: the energy session was still open at interpreter exit with "
+                f"{counted(left, 'window')} open: closed, and the open windows recorded failed"
+            )
+        try:
+            self.__exit__(None, None, None)
+        except (EdgeEnergyError, OSError) as e:
+            self.notify(f"edgeenergy: {e}")
+
+    def _end_open_windows(self) -> None:
+        """End the windows still open; their entries are failed (left open)."""
+        while self._windows:
+            handle = self._windows[-1]
+            handle.end()
+            rec = handle.record
+            if rec.status is None:
+                rec.status, rec.reason = "failed", LEFT_OPEN
+            self.finish_test(rec.nodeid)
+
+    def _check_thread(self) -> None:
+        owner = self._thread
+        if owner is not None and owner is not threading.current_thread():
+            raise WrongThread(
+                f"this energy session was opened in thread {owner.name!r} and is used from "
+                f"thread {threading.current_thread().name!r}: a session pins and measures its "
+                "board from the thread that opened it; use it there (a window measures the "
+                "whole board, whichever thread does the work)"
+            )
 
     def _require_open(self) -> None:
         if not self._open:
@@ -332,6 +401,7 @@ class EnergySession:
                 "the energy session is not open: use it inside `with EnergySession(...) as s:` "
                 "(or call s.open() first)"
             )
+        self._check_thread()
 
     @property
     def simulated(self) -> bool:
@@ -484,6 +554,19 @@ class EnergySession:
             rec = self.tests[record_id] = TestEnergy(record_id)
         return rec
 
+    def add_record(self, rec: TestEnergy, point_id: str | None = None) -> str:
+        """Keep ``rec``, a new record of entry ``rec.nodeid`` measured at operating point
+        ``point_id``, and return its key in :attr:`tests` (for :meth:`finish_test`): its id,
+        or ``ID @POINT`` when the id is taken (the same label at another point is an entry
+        of its own; the report tells them apart by their operating points)."""
+        key = rec.nodeid
+        n = 1
+        while key in self.tests:
+            n += 1
+            key = f"{rec.nodeid} @{point_id or 'dvfs'}" + (f" ({n})" if n > 2 else "")
+        self.tests[key] = rec
+        return key
+
     def begin(self, record_id: str, label: str) -> OpenWindow:
         """Open an energy window attributed to record ``record_id``; ``.end()`` closes it
         and adds its result (and frequency residency) to the record."""
@@ -498,7 +581,9 @@ class EnergySession:
         except BaseException:
             residency.stop()
             raise
-        return OpenWindow(self.record(record_id), label, window, residency)
+        handle = OpenWindow(self.record(record_id), label, window, residency, self._windows)
+        self._windows.append(handle)
+        return handle
 
     @contextmanager
     def measure(self, record_id: str, label: str) -> Iterator[Window]:
@@ -521,8 +606,9 @@ class EnergySession:
 
         self._require_open()
         point = self._point if self._point != DVFS else None  # dvfs: nothing pinned
-        record_id = self._entry_id(label, point.id if point is not None else DVFS.id)
-        rec = self.record(record_id)
+        point_id = point.id if point is not None else DVFS.id
+        rec = TestEnergy(self._entry_id(label, point_id))
+        record_id = self.add_record(rec, point_id)
         info: dict[str, Any] | None = None
         if point is not None and self._point_result is not None and self.knobs is not None:
             info = rec.operating_point = pinned_info(point, self._point_result, self.knobs)
@@ -531,7 +617,8 @@ class EnergySession:
         try:
             yield handle.window
         except BaseException as e:
-            rec.status, rec.reason = "failed", _one_line(e)
+            if rec.status is None:  # not ended by the session's close
+                rec.status, rec.reason = "failed", _one_line(e)
             raise
         else:
             rec.status = "passed"
@@ -540,8 +627,9 @@ class EnergySession:
                 handle.end()
             finally:
                 rec.duration_s = time.perf_counter() - started
-                if info is not None and point is not None and self.knobs is not None:
-                    info["drift"] = check_drift(point, self.knobs)
+                knobs = self.knobs if self._open else None  # closed under it: restored
+                if info is not None and point is not None and knobs is not None:
+                    info["drift"] = check_drift(point, knobs)
                 self.finish_test(record_id)
 
     def _entry_id(self, label: str, point_id: str) -> str:
@@ -652,26 +740,37 @@ class OpenWindow:
     """An energy window in progress; :meth:`end` records its result (and the share of time
     each CPU/GPU clock spent at each frequency, in the record's ``extra.residency``)."""
 
-    def __init__(self, rec: TestEnergy, label: str, window: Window, residency: Any) -> None:
-        self._rec = rec
+    def __init__(
+        self,
+        rec: TestEnergy,
+        label: str,
+        window: Window,
+        residency: Any,
+        open_windows: list[OpenWindow] | None = None,
+    ) -> None:
+        from ..control.residency import residency_to_json
+
+        self.record = rec
         self.label = label
         self.window = window
         self._residency = residency
+        self._to_json = residency_to_json  # imported now: an end at interpreter exit may not
+        self._open_windows = open_windows if open_windows is not None else []
         self.result: WindowResult | None = None
 
     def end(self) -> WindowResult:
         """Close the window (once; later calls return the same result)."""
         if self.result is not None:
             return self.result
-        from ..control.residency import residency_to_json
-
         try:
             self.result = self.window.end()
         finally:
             shares = self._residency.stop()
-        self._rec.windows.append(self.result)
-        self._rec.extra.setdefault("residency", []).append(
-            {"window": self.label, "shares": residency_to_json(shares)}
+            if self in self._open_windows:
+                self._open_windows.remove(self)
+        self.record.windows.append(self.result)
+        self.record.extra.setdefault("residency", []).append(
+            {"window": self.label, "shares": self._to_json(shares)}
         )
         return self.result
 

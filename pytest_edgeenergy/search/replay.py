@@ -26,11 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidValue
+from ..inputfiles import InputFileError, read_text, stat_input
 from .driver import PointFailed
 from .objective import LATENCY_P99, THROUGHPUT, Objective
 from .space import CATEGORICAL, KNOB_NAMES, Knobs, KnobValue, Point, Space
 from .trial import Trial
 
+MAX_TABLE_BYTES = 64 * 1024 * 1024
+"""The largest CSV table read (a profile of every point of a large grid is a few MB)."""
 FIGURES = ("time_s", "power_w", "energy_j")
 METRIC_COLUMNS = (THROUGHPUT, LATENCY_P99)
 """Named metrics a table may carry (each trial's :attr:`~.trial.Trial.metrics`)."""
@@ -183,22 +186,50 @@ def table_from_rows(
             ]
             raise ReplayError(
                 source,
-                f"data rows {seen[point_key]} and {line} are the same point {point}; keep one "
-                f"workload with --where COLUMN=VALUE (other columns: {', '.join(others)})",
+                f"data rows {seen[point_key]} and {line} are the same point {point}: "
+                + _same_point_advice(knobs, others),
             )
         seen[point_key] = line
         trials.append(Trial(knobs=point, time_s=time_s, power_w=power_w, metrics=figures))
     return ReplayTable(Space.from_points([t.knobs for t in trials]), tuple(trials))
 
 
+def _same_point_advice(knobs: Sequence[str], others: Sequence[str]) -> str:
+    """Why two rows can be one point, and what to do: the columns ``--where`` could keep
+    one workload by, and the knob columns the table lacks (named as the options are)."""
+    several = len(knobs) > 1
+    said = (
+        f"a table holds one row per point, and its knob {'columns' if several else 'column'} "
+        f"{', '.join(knobs)} {'do' if several else 'does'} not tell them apart"
+    )
+    if others:
+        said += (
+            f"; rows of several workloads: keep one with --where COLUMN=VALUE (other "
+            f"columns: {', '.join(others)})"
+        )
+    lacking = [n for n in KNOB_NAMES if n not in knobs]
+    if lacking:
+        said += (
+            f"; a knob that differs between them needs its column, named as the option is "
+            f"(the table has no column {', '.join(lacking)})"
+        )
+    elif not others:
+        said += "; remove the repeated row"
+    return said
+
+
 def read_csv(path: Path, where: Mapping[str, str] | None = None) -> ReplayTable:
-    """A replay table from a CSV file (see the module's docstring)."""
+    """A replay table from a CSV file (see the module's docstring) of at most
+    :data:`MAX_TABLE_BYTES`."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ReplayError(path, "is not UTF-8 text") from None
+        text = read_text(path, MAX_TABLE_BYTES, "a replay table (a CSV file)")
+    except InputFileError as e:
+        raise ReplayError(path, e.problem) from None
     lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
-    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    try:
+        rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    except csv.Error as e:  # a NUL byte, a field over the csv module's limit
+        raise ReplayError(path, f"is not a CSV table ({e})") from None
     return table_from_rows(rows, str(path), where)
 
 
@@ -278,8 +309,11 @@ def read_report(path: Path, where: Mapping[str, str] | None = None) -> ReplayTab
 
 def read_replay(path: Path, where: Mapping[str, str] | None = None) -> ReplayTable:
     """A CSV table or a report (``.json``)."""
-    if not path.exists():
-        raise ReplayError(path, "no such file")
+    try:
+        if stat_input(path) is None:
+            raise ReplayError(path, "no such file")
+    except InputFileError as e:
+        raise ReplayError(path, e.problem) from None
     if path.suffix.lower() == ".json":
         return read_report(path, where)
     return read_csv(path, where)

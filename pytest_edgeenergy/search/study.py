@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import socket
 import threading
 import time
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import EdgeEnergyError, InvalidValue
+from ..redact import redact_text
 from .driver import Search
 from .objective import THROUGHPUT, Objective
 from .space import Knobs, Point, Space
@@ -100,7 +100,6 @@ Kind = Literal["rdb", "journal"]
 Status = Literal["measured", "failed", "running", "lost", "withdrawn"]
 
 _ALLOWED = "postgresql://..., sqlite:///PATH, journal:PATH or a PATH ending in .log"
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 
 
 class StudyError(EdgeEnergyError):
@@ -108,8 +107,8 @@ class StudyError(EdgeEnergyError):
 
 
 def redact(url: str) -> str:
-    """``url`` without its password (``postgresql://user:***@host/db``)."""
-    return _PASSWORD.sub(r"\1***@", url)
+    """``url`` without its password (``postgresql://user:***@host/db``, ``?password=***``)."""
+    return redact_text(url)
 
 
 def parse_storage(url: str) -> tuple[Kind, str]:
@@ -360,7 +359,9 @@ class SharedStudy:
                     if not type(e).__module__.startswith("sqlalchemy"):
                         raise
                     if attempt + 1 == _OPEN_ATTEMPTS:
-                        raise StudyError(f"study storage {self.url}: {_first_line(e)}") from None
+                        raise StudyError(
+                            f"study storage {self.url}: {redact(_first_line(e))}"
+                        ) from None
                     # Workers starting together on an empty database race to create
                     # Optuna's tables: the losers try again once the winner's are there.
                     time.sleep(random.uniform(0.2, 1.0))
@@ -368,7 +369,7 @@ class SharedStudy:
         except EdgeEnergyError as e:  # the journal file's own (it names the file)
             raise StudyError(str(e)) from None
         except (OSError, ValueError, ImportError) as e:
-            raise StudyError(f"study storage {self.url}: {e}") from None
+            raise StudyError(f"study storage {self.url}: {redact(str(e))}") from None
 
     def set_board(self, board: str | None) -> None:
         """Name this process's board in its worker id (``host/pid/board``)."""
@@ -479,7 +480,7 @@ class SharedStudy:
         if written is None:
             study.set_user_attr(FORMAT_KEY, STUDY_FORMAT)
         elif written != STUDY_FORMAT:
-            from pytest_edgeenergy import __version__
+            from pytest_edgeenergy._version import __version__
 
             raise StudyError(
                 f"{self.label} has study format {written}; this pytest-edgeenergy "

@@ -21,21 +21,24 @@ NUM_CLASSES = 91
 """COCO's 91 category ids (torchvision's detection convention, background included)."""
 NMS_IOU_THRESHOLD = 0.55
 DETECTIONS_PER_IMAGE = 300
+TORCHVISION_BUILDERS = {"ssdlite320": "ssdlite320_mobilenet_v3_large"}
+"""Each detector's builder in ``torchvision.models.detection``."""
+DETECTOR_KWARGS: dict[str, float | int] = {
+    "num_classes": NUM_CLASSES,
+    "nms_thresh": NMS_IOU_THRESHOLD,
+    "detections_per_img": DETECTIONS_PER_IMAGE,
+}
+"""The builder's arguments besides the (absent) weights (also what a workload worker uses)."""
 
 
 def build_detector(name: str = "ssdlite320") -> torch.nn.Module:
     """``ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)``."""
     if name not in DETECTORS:
         raise WorkloadError(f"detector {name!r} is not known; use one of {', '.join(DETECTORS)}")
-    from torchvision.models.detection import ssdlite320_mobilenet_v3_large  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    from torchvision.models import detection  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
-    model: torch.nn.Module = ssdlite320_mobilenet_v3_large(
-        weights=None,
-        weights_backbone=None,
-        num_classes=NUM_CLASSES,
-        nms_thresh=NMS_IOU_THRESHOLD,
-        detections_per_img=DETECTIONS_PER_IMAGE,
-    )
+    builder = getattr(detection, TORCHVISION_BUILDERS[name])
+    model: torch.nn.Module = builder(weights=None, weights_backbone=None, **DETECTOR_KWARGS)
     return model
 
 

@@ -5,6 +5,9 @@ the one place that decides whether a combination runs here or is skipped with it
 The inference suites add a runtime dimension (:data:`INFERENCE_ARGS`): torch in its graph
 modes (ids unchanged: ``resnet18-eager-fp32-cpu``), and the runtimes of :mod:`.runtimes`
 running the exported ONNX graph (``resnet18-onnxruntime-fp32-cpu``, graph mode ``onnx``).
+
+With ``--edge-workload-python``/``--edge-workload-prefix`` the set-up helpers build the
+workload in the test's workload worker instead (:mod:`.remote`); ids and params are the same.
 """
 
 from __future__ import annotations
@@ -144,7 +147,22 @@ def check_and_preflight(
     runtime: str = TORCH,
 ) -> None:
     """Skip a combination this machine cannot run (with the reason), then skip one whose
-    estimated peak memory will not fit the board (with the estimate and the limit)."""
+    estimated peak memory will not fit the board (with the estimate and the limit). Out of
+    process, the worker's interpreter is what must run it (:func:`.remote.check_in_worker`)."""
+    from .remote import check_in_worker, out_of_process
+
+    if out_of_process(edge_bench):
+        check_in_worker(
+            edge_bench,
+            workload,
+            graph_mode,
+            precision,
+            device,
+            batch_size,
+            runtime=runtime,
+            quick=is_quick(edge_bench),
+        )
+        return
     from .memory_estimate import estimate_workload_bytes
     from .runtimes import runtime_overhead_bytes
 
@@ -184,11 +202,16 @@ def prepare_inference(
     measures ``edge_bench.run(model, items_per_call=batch_size, params=model.params())``.
     """
     from .inference import load_inference
+    from .remote import load_inference_in_worker, out_of_process
     from .runtimes import load_runtime
 
     check_and_preflight(
         edge_bench, workload, graph_mode, precision, device, batch_size, runtime=runtime
     )
+    if out_of_process(edge_bench):
+        return load_inference_in_worker(
+            edge_bench, workload, precision, device, batch_size, weights_dir
+        )
     if runtime != TORCH:
         return phase_or_skip(
             edge_bench,
@@ -214,6 +237,39 @@ def prepare_inference(
             device=device,
             batch_size=batch_size,
             weights_dir=weights_dir,
+        ),
+        device,
+    )
+
+
+def prepare_training(
+    edge_bench: Any,
+    workload: str,
+    batch_size: int,
+    device: str,
+    *,
+    data_dir: Path | None,
+    cache_dir: Path,
+    weights_dir: Path | None,
+) -> Any:
+    """The training suite's set-up after :func:`check_and_preflight`: its data (the user's
+    ImageFolder, else cached synthetic JPEGs), then the step built inside the measured
+    ``load`` phase with its first minibatch. Out of process the worker builds it (and draws
+    its own synthetic JPEGs). Returns the step: ``edge_bench.run(step, ...)``, then
+    ``step.timing()`` and ``step.close()``."""
+    from .remote import load_training_in_worker, out_of_process
+    from .training import build_trainer, prepare_training_data
+
+    if out_of_process(edge_bench):
+        return load_training_in_worker(
+            edge_bench, workload, batch_size, device, data_dir=data_dir, weights_dir=weights_dir
+        )
+    data = prepare_training_data(workload, batch_size, data_dir=data_dir, cache_root=cache_dir)
+    return phase_or_skip(
+        edge_bench,
+        "load",
+        lambda: build_trainer(
+            workload, batch_size, device=device, data=data, weights_dir=weights_dir
         ),
         device,
     )

@@ -18,7 +18,9 @@ inference stream (one call = one batch of queries) for ``window_s`` seconds:
   first); otherwise sleep until the next arrival. The deadline comes first: when no
   minibatch fits, training waits; only after :data:`REFRESH_S` without one does it run one
   anyway (``forced``: it refreshes the estimate, which a faster board would otherwise never
-  show, and may miss a deadline). Closed loop: one minibatch, one batch, in turn.
+  show, and may miss a deadline), right after a batch even when queries still wait: when
+  inference cannot keep up, the queue never empties, and training still gets one minibatch
+  per :data:`REFRESH_S`. Closed loop: one minibatch, one batch, in turn.
 * ``threads`` (the naive way): training free-running in one thread, the stream served in
   another (sleeping until each arrival); nothing coordinates them.
 
@@ -37,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..words import counted
 from .errors import WorkloadError
 
 if TYPE_CHECKING:
@@ -71,9 +74,13 @@ ESTIMATE_WINDOW = 8
 """The policy's estimates are the 75th percentile of this many latest measured calls."""
 ESTIMATE_PERCENTILE = 75.0
 REFRESH_S = 1.0
-"""The alternating policy runs a minibatch that does not fit after this long without one."""
+"""The alternating policy runs a minibatch that does not fit (queries waiting included)
+after this long without one."""
 ATTRIBUTION_BUSY_TIME = "busy-time"
 ATTRIBUTION_MARGINAL = "marginal"
+DUST_FRACTION = 1e-12
+"""A difference of energies smaller than this fraction of its operands is rounding (float
+dust, e.g. ``-1.4e-14`` J): it is reported as 0."""
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
@@ -258,12 +265,23 @@ def run_alternating(
     # arrival times on the clock itself: a sleep until one always admits it
     arrivals = deque(t0 + a for a in stream.arrivals_s)
     queue = deque()
-    while True:
-        now = clock()
+
+    def admit(now: float) -> None:
         while arrivals and arrivals[0] <= now:
             queue.append(arrivals.popleft())
+
+    while True:
+        now = clock()
+        admit(now)
         if queue:
             _serve(queue, infer, stats, bs, clock, t0, est)
+            now = clock()
+            admit(now)
+            if queue and now < end and now - last_train >= REFRESH_S:
+                # inference cannot keep up (queries wait after every batch): training
+                # would never find an empty queue, so it runs one minibatch per REFRESH_S
+                stats.forced += 1
+                train()
             continue
         if now >= end:
             if not arrivals:
@@ -407,7 +425,8 @@ def busy_time_attribution(
     """The window's energy in proportion to each task's busy time (time inside its calls),
     the rest of the window (waiting for queries, scheduling) a third share; when busy times
     overlap (threads) and exceed the window, no rest and the two in proportion. The three
-    sum to ``energy_j`` (the rest is computed as the remainder)."""
+    sum to ``energy_j`` (the rest is computed as the remainder; a remainder that is float
+    dust, :data:`DUST_FRACTION`, is 0)."""
     for name, v in (
         ("energy_j", energy_j),
         ("window_s", window_s),
@@ -428,7 +447,13 @@ def busy_time_attribution(
         train_share, infer_share = train_share / both, infer_share / both
     train_j = energy_j * train_share
     infer_j = energy_j * infer_share
-    return Attribution(train_j, infer_j, energy_j - train_j - infer_j)
+    return Attribution(train_j, infer_j, _difference(energy_j, math.fsum((train_j, infer_j))))
+
+
+def _difference(a: float, b: float) -> float:
+    """``a - b``, with float dust (:data:`DUST_FRACTION` of the larger) as 0."""
+    d = a - b
+    return 0.0 if abs(d) <= DUST_FRACTION * max(abs(a), abs(b)) else d
 
 
 def marginal_attribution(
@@ -447,8 +472,8 @@ def marginal_attribution(
     e_i, n_i = infer_alone
     per_mb = e_t / n_t if n_t > 0 else None
     per_q = e_i / n_i if n_i > 0 else None
-    infer_j = energy_j - minibatches * per_mb if per_mb is not None else None
-    train_j = energy_j - queries * per_q if per_q is not None else None
+    infer_j = _difference(energy_j, minibatches * per_mb) if per_mb is not None else None
+    train_j = _difference(energy_j, queries * per_q) if per_q is not None else None
     return {
         "energy_train_j": train_j,
         "energy_infer_j": infer_j,
@@ -501,7 +526,7 @@ def interleave_extra(
     infer_j = math.fsum(p.infer_j for p in parts) if valid else None
     other_j = None
     if energy_j is not None and train_j is not None and infer_j is not None:
-        other_j = energy_j - train_j - infer_j
+        other_j = _difference(energy_j, math.fsum((train_j, infer_j)))
     busy_train = math.fsum(s.busy_train_s for s, _, _ in windows)
     busy_infer = math.fsum(s.busy_infer_s for s, _, _ in windows)
     out: dict[str, Any] = {
@@ -542,10 +567,27 @@ def interleave_extra(
         "attribution_methods": [ATTRIBUTION_BUSY_TIME]
         + ([ATTRIBUTION_MARGINAL] if marginal is not None else []),
         "power_w": energy_j / duration_s if energy_j is not None and duration_s > 0 else None,
+        "note": _progress_note([s.train_minibatches for s, _, _ in windows]),
     }
     if marginal is not None:
         out[ATTRIBUTION_MARGINAL] = dict(marginal)
     return out
+
+
+def _progress_note(minibatches_per_window: Sequence[int]) -> str | None:
+    """What to say of windows in which training made no progress (None: it did in each):
+    a measured result (0 minibatches/s), not an error."""
+    stalled = sum(1 for n in minibatches_per_window if n == 0)
+    if not stalled:
+        return None
+    n = len(minibatches_per_window)
+    if stalled < n:
+        return f"{stalled} of {counted(n, 'window')} finished no training minibatch"
+    where = "" if n == 1 else f" in {n} windows"
+    return (
+        f"no training minibatch finished{where} (0 minibatches/s: an infeasible point for a "
+        "search)"
+    )
 
 
 # ---- the workload ------------------------------------------------------------------------

@@ -22,6 +22,8 @@ CACHE_ENV = "EDGEENERGY_CACHE"
 JPEG_CACHE_VERSION = 1
 MANIFEST = "manifest.json"
 JPEG_QUALITY = 90
+SYNTHETIC_SIZE_PX = 256
+SYNTHETIC_CLASSES = 4
 _TEXTURE_PX = 12
 
 
@@ -92,8 +94,8 @@ def ensure_synthetic_jpegs(
     cache_root: Path | None = None,
     *,
     count: int = 64,
-    size_px: int = 256,
-    classes: int = 4,
+    size_px: int = SYNTHETIC_SIZE_PX,
+    classes: int = SYNTHETIC_CLASSES,
     seed: int = 0,
 ) -> Path:
     """The ImageFolder root of ``count`` synthetic JPEGs (``class_K/img_NNNN.jpg``),

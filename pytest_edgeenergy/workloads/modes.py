@@ -95,6 +95,17 @@ def combination_supported(
     return (reason is None), (reason or "")
 
 
+def never_runs(workload: str, graph_mode: str, precision: str, device: str) -> str | None:
+    """Why the combination runs nowhere (fp16 on cpu, int8 on cuda, compiled training...),
+    whatever the interpreter; None when it can run somewhere. Unknown names raise
+    :class:`~.errors.WorkloadError`."""
+    spec = workload_spec(workload)
+    check_choice("graph mode", graph_mode, GRAPH_MODES)
+    check_choice("precision", precision, PRECISIONS)
+    check_choice("device", device, DEVICES)
+    return _never_runs(spec, graph_mode, precision, device)
+
+
 def _never_runs(spec: WorkloadSpec, graph_mode: str, precision: str, device: str) -> str | None:
     if precision == "fp16" and device == "cpu":
         return (

@@ -23,6 +23,38 @@ CLS_ID = 101
 SEP_ID = 102
 FIRST_WORD_ID = 1000
 """Ids below this are special and unused tokens in the BERT vocabulary."""
+ENCODER_CONFIGS: dict[str, tuple[str, str, dict[str, int]]] = {
+    "bert_tiny": (
+        "BertConfig",
+        "BertModel",
+        {
+            "vocab_size": VOCAB_SIZE,
+            "hidden_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "intermediate_size": 512,
+            "max_position_embeddings": SEQ_LEN_TOKENS,
+        },
+    ),
+    "distilbert": (
+        "DistilBertConfig",
+        "DistilBertModel",
+        {"vocab_size": VOCAB_SIZE, "max_position_embeddings": SEQ_LEN_TOKENS},
+    ),
+}
+"""Each encoder as transformers builds it: config class, model class, config arguments
+(also what a workload worker builds)."""
+
+
+def token_spec() -> dict[str, int]:
+    """How :func:`make_tokens` makes a batch, for a workload worker making the same."""
+    return {
+        "seq_len": SEQ_LEN_TOKENS,
+        "vocab_size": VOCAB_SIZE,
+        "cls_id": CLS_ID,
+        "sep_id": SEP_ID,
+        "first_word_id": FIRST_WORD_ID,
+    }
 
 
 def transformers_available() -> tuple[bool, str]:
@@ -43,21 +75,9 @@ def build_encoder(name: str) -> torch.nn.Module:
         raise CombinationUnsupported(reason)
     import transformers  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
-    model: torch.nn.Module
-    if name == "bert_tiny":
-        config = transformers.BertConfig(
-            vocab_size=VOCAB_SIZE,
-            hidden_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=512,
-            max_position_embeddings=SEQ_LEN_TOKENS,
-        )
-        model = transformers.BertModel(config)
-    else:
-        model = transformers.DistilBertModel(
-            transformers.DistilBertConfig(vocab_size=VOCAB_SIZE, max_position_embeddings=512)
-        )
+    config_class, model_class, kwargs = ENCODER_CONFIGS[name]
+    config = getattr(transformers, config_class)(**kwargs)
+    model: torch.nn.Module = getattr(transformers, model_class)(config)
     return model
 
 

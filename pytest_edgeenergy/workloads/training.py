@@ -47,6 +47,9 @@ LSTM_LAYERS = 2
 LSTM_SEQ_TOKENS = 35
 LSTM_MINIBATCHES_PER_EPOCH = 8
 LSTM_CLIP_NORM = 0.25
+LSTM_DROPOUT = 0.2
+LSTM_SGD = {"lr": 1.0}
+VISION_SGD = {"lr": 0.01, "momentum": 0.9, "weight_decay": 1e-4}
 
 TRAINING_WORKLOADS = ("resnet18_train", "mobilenet_v3_small_train", "lstm_lm_train")
 
@@ -305,9 +308,21 @@ def prepare_training_data(
         return TrainingData(data_dir, f"local ImageFolder {data_dir}")
     from .jpeg_cache import ensure_synthetic_jpegs
 
-    count = max(64, 2 * batch_size)
+    count = synthetic_jpeg_count(batch_size)
     root = ensure_synthetic_jpegs(cache_root, count=count)
-    return TrainingData(root, f"{count} synthetic 256x256 JPEGs")
+    return TrainingData(root, synthetic_description(count))
+
+
+def synthetic_jpeg_count(batch_size: int) -> int:
+    """How many synthetic JPEGs a vision training workload reads: 64, or two batches."""
+    return max(64, 2 * batch_size)
+
+
+def synthetic_description(count: int) -> str:
+    """How the result's ``data`` param names ``count`` synthetic JPEGs."""
+    from .jpeg_cache import SYNTHETIC_SIZE_PX as px
+
+    return f"{count} synthetic {px}x{px} JPEGs"
 
 
 # ---- models --------------------------------------------------------------------------
@@ -318,7 +333,7 @@ def build_lstm_lm(
     embed: int = LSTM_EMBED,
     hidden: int = LSTM_HIDDEN,
     layers: int = LSTM_LAYERS,
-    dropout: float = 0.2,
+    dropout: float = LSTM_DROPOUT,
 ) -> torch.nn.Module:
     """The word-level LSTM language model (PyTorch's word_language_model shape) with the
     decoder tied to the embedding: ``tokens (B, T) -> logits (B, T, vocab)``."""
@@ -340,6 +355,24 @@ def build_lstm_lm(
             return logits
 
     return LSTMLanguageModel()
+
+
+def training_facts(
+    workload: str, data_description: str | None = None, loader_workers: int | None = None
+) -> dict[str, Any]:
+    """What a training workload's params say of its input, data and optimizer."""
+    if workload == "lstm_lm_train":
+        return {
+            "input": f"{LSTM_SEQ_TOKENS} random tokens (vocabulary {LSTM_VOCAB})",
+            "data": "random tokens",
+            "optimizer": "SGD lr=1.0, grad clip 0.25",  # as reports have always said
+        }
+    return {
+        "input": "3x224x224 RandomResizedCrop + flip of a decoded JPEG",
+        "data": data_description,
+        "loader_workers": loader_workers,
+        "optimizer": "SGD lr=0.01 momentum=0.9 wd=1e-4",
+    }
 
 
 def _lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -395,12 +428,8 @@ def build_trainer(
             model = build_lstm_lm()
         weights = load_local_weights(model, workload, weights_dir, device)
         batches: Iterable[tuple[Any, Any]] = make_token_batches(batch_size, seed=seed)
-        optimizer: torch.optim.Optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
-        facts: dict[str, Any] = {
-            "input": f"{LSTM_SEQ_TOKENS} random tokens (vocabulary {LSTM_VOCAB})",
-            "data": "random tokens",
-            "optimizer": "SGD lr=1.0, grad clip 0.25",
-        }
+        optimizer: torch.optim.Optimizer = torch.optim.SGD(model.parameters(), lr=LSTM_SGD["lr"])
+        facts: dict[str, Any] = training_facts(workload)
         loss_fn: Callable[[Any, Any], torch.Tensor] = _lm_loss
         clip: float | None = LSTM_CLIP_NORM
         per_epoch = LSTM_MINIBATCHES_PER_EPOCH
@@ -429,13 +458,14 @@ def build_trainer(
                 model = build_mobilenet_v3_small(num_classes=n_classes)
         weights = load_local_weights(model, workload, weights_dir, device)
         batches = loader
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
-        facts = {
-            "input": "3x224x224 RandomResizedCrop + flip of a decoded JPEG",
-            "data": data.description,
-            "loader_workers": workers,
-            "optimizer": "SGD lr=0.01 momentum=0.9 wd=1e-4",
-        }
+        sgd = VISION_SGD
+        optimizer = torch.optim.SGD(
+            model.parameters(),
+            lr=sgd["lr"],
+            momentum=sgd["momentum"],
+            weight_decay=sgd["weight_decay"],
+        )
+        facts = training_facts(workload, data.description, workers)
         loss_fn = torch.nn.functional.cross_entropy
         clip = None
         per_epoch = len(loader)
