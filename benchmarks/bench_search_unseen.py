@@ -82,7 +82,11 @@ def _job(args: tuple[int, int, str, int]) -> dict[str, Any]:
     objective = objectives(t)[index]
     chosen = make_strategy(strategy, t.space, objective, seed=seed, trials=trials)
     result = Search(t.space, objective, chosen).run(ReplayOracle(t), trials)
-    ok = [objective.value(*x.measured) for x in result.trials if x.ok and objective.feasible(*x.measured)]
+    ok = [
+        objective.value(*x.measured)
+        for x in result.trials
+        if x.ok and objective.feasible(*x.measured)
+    ]
     best = result.best
     return {
         "seed": seed,
