@@ -3,9 +3,11 @@ expects the most.
 
 Gaussian processes model log time, log power and the objective's own log (log energy,
 log EDP: modelled directly, the sum of two models' errors would blur the minimum) over the
-knobs scaled to [0, 1] (half by rank, half by log value), each with a linear trend in the
-knobs: time falls and power rises with clocks and cores, so the trend carries most of the
-shape and the process the rest. The first points are the two-level design: every
+knobs scaled to [0, 1] (half by rank, half by log value), each with a trend linear in the
+knobs plus a square term per knob with an interior value: time falls and power rises with
+clocks and cores, so the trend carries most of the shape and the process the rest; the
+square term lets it bend (an AGX-Orin-like grid's fastest point under a tight power budget
+sits at 3-6 of 12 cores, which a straight line through 1 and 12 cannot place). The first points are the two-level design: every
 combination of each knob's lowest and highest value (2^d points for d knobs; the
 extremes bound what the knobs do and show where one knob's effect depends on another,
 e.g. the CPU clock costing watts with a slow GPU and almost nothing with a fast one),
@@ -16,8 +18,13 @@ On the interleaved workload's 5 knobs (cores x CPU x GPU x EMC clock x inference
 the 8-point space-filling start used before missed the fast line under a power budget
 (2 cores at the top CPU, GPU and EMC clocks) in 7 of 80 benchmark searches, the half
 fraction in none (benchmarks/bench_search_interleave.py); then (or only) a
-space-filling design (greedy max-min distance from a seeded start) up to d + 3 points in all
-(at most 8; 3 with a prior). After them each proposal maximises the
+space-filling design (greedy max-min distance from the point nearest the middle of the
+space: an interior anchor) up to d + 3 points in all (at most 8; 3 with a prior). Then,
+while some knob with an interior value has been profiled only at its lowest or highest,
+the proposal is chosen among the points where every such knob is inside its range: on
+generated AGX Orin grids the search otherwise stayed at the core count of a corner when
+fewer than 0.5 % of the points were near the optimum (benchmarks/bench_search_unseen.py).
+After them each proposal maximises the
 expected improvement of the objective times the probability of meeting the budgets (no
 feasible point yet: the most probably feasible one). Max-train-throughput (an interleaved
 workload) models minus log training minibatches/s as its objective and log inference
@@ -87,9 +94,12 @@ class AutoStrategy:
         self._points = space.all_points()
         self._x = np.array([self.coords(p) for p in self._points])
         self._index = {p: i for i, p in enumerate(self._points)}
-        self._levels = np.array([space.indices(p) for p in self._points], dtype=int)
+        levels = np.array([space.indices(p) for p in self._points], dtype=int)
+        top = np.array([len(dim.values) - 1 for dim in space.dims])
+        self._interior = (levels > 0) & (levels < top)
+        """Per point and knob: the knob neither at its lowest nor at its highest value."""
         self._curved = [k for k, dim in enumerate(space.dims) if len(dim.values) > 2]
-        """Knobs with an interior value: each gets a square term in the trend."""
+        """Knobs with an interior value: each may get a square term in the trend."""
         d = len(space.dims)
         self.initial = initial if initial is not None else (3 if prior else min(d + 3, 8))
         self._prior = self._prior_features(prior) if prior else None
@@ -196,15 +206,11 @@ class AutoStrategy:
     def _inside(self, ok: list[tuple[int, Trial]], free: list[int]) -> list[int]:
         """The free points where every knob not yet measured at an interior value (neither
         its lowest nor its highest) takes one; empty when every knob has been."""
-        import numpy as np
-
-        top = np.array([len(dim.values) - 1 for dim in self.space.dims])
         rows = [i for i, _ in ok]
-        interior = (self._levels > 0) & (self._levels < top)
-        lacking = [k for k in self._curved if not interior[rows, k].any()]
+        lacking = [k for k in self._curved if not self._interior[rows, k].any()]
         if not lacking:
             return []
-        return [i for i in free if interior[i, lacking].all()]
+        return [i for i in free if self._interior[i, lacking].all()]
 
     def _spread(self, done: dict[Point, Trial], free: list[int]) -> int:
         """The point of ``free`` farthest from every profiled one; the first, the point
@@ -233,11 +239,17 @@ class AutoStrategy:
         """Measured, with every metric the objective reads."""
         return trial.ok and not self.objective.missing(trial.metrics)
 
-    def _trend(self, rows: Sequence[int]) -> Array:
+    def _bent(self, rows_fit: Sequence[int]) -> list[int]:
+        """The knobs whose square term the trend carries: those profiled inside their range
+        at two points or more (one interior point cannot tell one knob's bend from
+        another's; on the interleaved table guessing it cost 18 % under one budget)."""
+        return [k for k in self._curved if self._interior[list(rows_fit), k].sum() >= 2]
+
+    def _trend(self, rows: Sequence[int], bent: Sequence[int] = ()) -> Array:
         import numpy as np
 
         x = self._x[list(rows)]
-        parts = [np.ones((len(rows), 1)), x, (x[:, self._curved] - 0.5) ** 2]
+        parts = [np.ones((len(rows), 1)), x, (x[:, list(bent)] - 0.5) ** 2]
         if self._prior is not None:
             parts.append(self._prior[list(rows)])
         trend: Array = np.hstack(parts)
@@ -246,8 +258,9 @@ class AutoStrategy:
     def _fit_predict(
         self, rows_fit: list[int], y: Array, rows: list[int], *, observed: bool = False
     ) -> tuple[Array, Array]:
-        gp = GP.fit(self._x[rows_fit], y, self._trend(rows_fit))
-        return gp.predict(self._x[rows], self._trend(rows), observed=observed)
+        bent = self._bent(rows_fit)
+        gp = GP.fit(self._x[rows_fit], y, self._trend(rows_fit, bent))
+        return gp.predict(self._x[rows], self._trend(rows, bent), observed=observed)
 
     def _models(
         self, ok: list[tuple[int, Trial]], rows: list[int]
