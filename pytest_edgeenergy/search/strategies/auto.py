@@ -1,37 +1,34 @@
 """``auto``: a surrogate of time and power over the knobs, each next point where it
 expects the most.
 
-Gaussian processes model log time, log power and the objective's own log (log energy,
-log EDP: modelled directly, the sum of two models' errors would blur the minimum) over the
-knobs scaled to [0, 1] (half by rank, half by log value), each with a trend linear in the
-knobs plus a square term per knob with an interior value: time falls and power rises with
-clocks and cores, so the trend carries most of the shape and the process the rest; the
-square term lets it bend (an AGX-Orin-like grid's fastest point under a tight power budget
-sits at 3-6 of 12 cores, which a straight line through 1 and 12 cannot place). The first points are the two-level design: every
-combination of each knob's lowest and highest value (2^d points for d knobs; the
-extremes bound what the knobs do and show where one knob's effect depends on another,
-e.g. the CPU clock costing watts with a slow GPU and almost nothing with a fast one),
-when it takes at most 16 points and two thirds of the trials; else, for 5 knobs, its half
-fraction under the same limits (the 16 corners whose coded levels, -1 lowest and +1
-highest, multiply to +1: every knob's effect and every two-knob interaction still apart).
-On the interleaved workload's 5 knobs (cores x CPU x GPU x EMC clock x inference batch)
-the 8-point space-filling start used before missed the fast line under a power budget
-(2 cores at the top CPU, GPU and EMC clocks) in 7 of 80 benchmark searches, the half
-fraction in none (benchmarks/bench_search_interleave.py); then (or only) a
-space-filling design (greedy max-min distance from the point nearest the middle of the
-space: an interior anchor) up to d + 3 points in all (at most 8; 3 with a prior). Then,
-while some knob with an interior value has been profiled only at its lowest or highest,
-the proposal is chosen among the points where every such knob is inside its range: on
-generated AGX Orin grids the search otherwise stayed at the core count of a corner when
-fewer than 0.5 % of the points were near the optimum (benchmarks/bench_search_unseen.py).
-After them each proposal maximises the
-expected improvement of the objective times the probability of meeting the budgets (no
-feasible point yet: the most probably feasible one). Max-train-throughput (an interleaved
-workload) models minus log training minibatches/s as its objective and log inference
+Gaussian processes model log time, log power and the objective's own log (log energy, log EDP:
+modelled directly, the sum of two models' errors would blur the minimum) over the knobs scaled to
+[0, 1] (half by rank, half by log value), each with a trend linear in the knobs plus a square term
+per knob with an interior value: time falls and power rises with clocks and cores, so the trend
+carries most of the shape and the process the rest; the square term lets it bend (an AGX-Orin-like
+grid's fastest point under a tight power budget sits at 3-6 of 12 cores, which a straight line
+through 1 and 12 cannot place); a knob's square term enters once two profiled points hold it inside
+its range. The first points are the two-level design: every combination of each knob's lowest and
+highest value (2^d points for d knobs; the extremes bound what the knobs do and show where one
+knob's effect depends on another, e.g. the CPU clock costing watts with a slow GPU and almost
+nothing with a fast one), when it takes at most 16 points and two thirds of the trials; else, for 5
+knobs, its half fraction under the same limits (the 16 corners whose coded levels, -1 lowest and +1
+highest, multiply to +1: every knob's effect and every two-knob interaction still apart). On the
+interleaved workload's 5 knobs (cores x CPU x GPU x EMC clock x inference batch) the 8-point
+space-filling start used before missed the fast line under a power budget (2 cores at the top CPU,
+GPU and EMC clocks) in 7 of 80 benchmark searches, the half fraction in none
+(benchmarks/bench_search_interleave.py); then (or only) a space-filling design (greedy max-min
+distance from the point nearest the middle of the space: an interior anchor) up to d + 3 points in
+all (at most 8; 3 with a prior). Then, while some knob with an interior value has been profiled only
+at its lowest or highest, the proposal is chosen among the points where every such knob is inside
+its range: on generated AGX Orin grids the search otherwise stayed at the core count of a corner
+when fewer than 0.5 % of the points were near the optimum (benchmarks/bench_search_unseen.py). After
+them each proposal maximises the expected improvement of the objective times the probability of
+meeting the budgets (no feasible point yet: the most probably feasible one). Max-train-throughput
+(an interleaved workload) models minus log training minibatches/s as its objective and log inference
 latency p99 for the latency budget's probability (power as ever). Pareto scalarises time and energy
-with a seeded random weight per trial (ParEGO). A prior (another workload's or board's
-profiles with the same knobs) adds its own model's predicted log time and log power to
-the trend's columns.
+with a seeded random weight per trial (ParEGO). A prior (another workload's or board's profiles with
+the same knobs) adds its own model's predicted log time and log power to the trend's columns.
 """
 
 from __future__ import annotations
@@ -199,9 +196,7 @@ class AutoStrategy:
         if len(ok) < self.initial:
             return self.space.knobs(self._points[self._spread(done, free)])
         inside = self._inside(ok, free)
-        return self.space.knobs(
-            self._points[self._best_expected(ok, inside or free, len(history))]
-        )
+        return self.space.knobs(self._points[self._best_expected(ok, inside or free, len(history))])
 
     def _inside(self, ok: list[tuple[int, Trial]], free: list[int]) -> list[int]:
         """The free points where every knob not yet measured at an interior value (neither
