@@ -1,30 +1,34 @@
 """``auto``: a surrogate of time and power over the knobs, each next point where it
 expects the most.
 
-Gaussian processes model log time, log power and the objective's own log (log energy,
-log EDP: modelled directly, the sum of two models' errors would blur the minimum) over the
-knobs scaled to [0, 1] (half by rank, half by log value), each with a linear trend in the
-knobs: time falls and power rises with clocks and cores, so the trend carries most of the
-shape and the process the rest. The first points are the two-level design: every
-combination of each knob's lowest and highest value (2^d points for d knobs; the
-extremes bound what the knobs do and show where one knob's effect depends on another,
-e.g. the CPU clock costing watts with a slow GPU and almost nothing with a fast one),
-when it takes at most 16 points and two thirds of the trials; else, for 5 knobs, its half
-fraction under the same limits (the 16 corners whose coded levels, -1 lowest and +1
-highest, multiply to +1: every knob's effect and every two-knob interaction still apart).
-On the interleaved workload's 5 knobs (cores x CPU x GPU x EMC clock x inference batch)
-the 8-point space-filling start used before missed the fast line under a power budget
-(2 cores at the top CPU, GPU and EMC clocks) in 7 of 80 benchmark searches, the half
-fraction in none (benchmarks/bench_search_interleave.py); then (or only) a
-space-filling design (greedy max-min distance from a seeded start) up to d + 3 points in all
-(at most 8; 3 with a prior). After them each proposal maximises the
-expected improvement of the objective times the probability of meeting the budgets (no
-feasible point yet: the most probably feasible one). Max-train-throughput (an interleaved
-workload) models minus log training minibatches/s as its objective and log inference
+Gaussian processes model log time, log power and the objective's own log (log energy, log EDP:
+modelled directly, the sum of two models' errors would blur the minimum) over the knobs scaled to
+[0, 1] (half by rank, half by log value), each with a trend linear in the knobs plus a square term
+per knob with an interior value: time falls and power rises with clocks and cores, so the trend
+carries most of the shape and the process the rest; the square term lets it bend (an AGX-Orin-like
+grid's fastest point under a tight power budget sits at 3-6 of 12 cores, which a straight line
+through 1 and 12 cannot place); a knob's square term enters once two profiled points hold it inside
+its range. The first points are the two-level design: every combination of each knob's lowest and
+highest value (2^d points for d knobs; the extremes bound what the knobs do and show where one
+knob's effect depends on another, e.g. the CPU clock costing watts with a slow GPU and almost
+nothing with a fast one), when it takes at most 16 points and two thirds of the trials; else, for 5
+knobs, its half fraction under the same limits (the 16 corners whose coded levels, -1 lowest and +1
+highest, multiply to +1: every knob's effect and every two-knob interaction still apart). On the
+interleaved workload's 5 knobs (cores x CPU x GPU x EMC clock x inference batch) the 8-point
+space-filling start used before missed the fast line under a power budget (2 cores at the top CPU,
+GPU and EMC clocks) in 7 of 80 benchmark searches, the half fraction in none
+(benchmarks/bench_search_interleave.py); then (or only) a space-filling design (greedy max-min
+distance from the point nearest the middle of the space: an interior anchor) up to d + 3 points in
+all (at most 8; 3 with a prior). Then, while some knob with an interior value has been profiled only
+at its lowest or highest, the proposal is chosen among the points where every such knob is inside
+its range: on generated AGX Orin grids the search otherwise stayed at the core count of a corner
+when fewer than 0.5 % of the points were near the optimum (benchmarks/bench_search_unseen.py). After
+them each proposal maximises the expected improvement of the objective times the probability of
+meeting the budgets (no feasible point yet: the most probably feasible one). Max-train-throughput
+(an interleaved workload) models minus log training minibatches/s as its objective and log inference
 latency p99 for the latency budget's probability (power as ever). Pareto scalarises time and energy
-with a seeded random weight per trial (ParEGO). A prior (another workload's or board's
-profiles with the same knobs) adds its own model's predicted log time and log power to
-the trend's columns.
+with a seeded random weight per trial (ParEGO). A prior (another workload's or board's profiles with
+the same knobs) adds its own model's predicted log time and log power to the trend's columns.
 """
 
 from __future__ import annotations
@@ -87,6 +91,12 @@ class AutoStrategy:
         self._points = space.all_points()
         self._x = np.array([self.coords(p) for p in self._points])
         self._index = {p: i for i, p in enumerate(self._points)}
+        levels = np.array([space.indices(p) for p in self._points], dtype=int)
+        top = np.array([len(dim.values) - 1 for dim in space.dims])
+        self._interior = (levels > 0) & (levels < top)
+        """Per point and knob: the knob neither at its lowest nor at its highest value."""
+        self._curved = [k for k, dim in enumerate(space.dims) if len(dim.values) > 2]
+        """Knobs with an interior value: each may get a square term in the trend."""
         d = len(space.dims)
         self.initial = initial if initial is not None else (3 if prior else min(d + 3, 8))
         self._prior = self._prior_features(prior) if prior else None
@@ -185,15 +195,30 @@ class AutoStrategy:
             return self.space.knobs(self._points[self._spread(done, corners)])
         if len(ok) < self.initial:
             return self.space.knobs(self._points[self._spread(done, free)])
-        return self.space.knobs(self._points[self._best_expected(ok, free, len(history))])
+        inside = self._inside(ok, free)
+        return self.space.knobs(self._points[self._best_expected(ok, inside or free, len(history))])
+
+    def _inside(self, ok: list[tuple[int, Trial]], free: list[int]) -> list[int]:
+        """The free points where every knob not yet measured at an interior value (neither
+        its lowest nor its highest) takes one; empty when every knob has been."""
+        rows = [i for i, _ in ok]
+        lacking = [k for k in self._curved if not self._interior[rows, k].any()]
+        if not lacking:
+            return []
+        return [i for i in free if self._interior[i, lacking].all()]
 
     def _spread(self, done: dict[Point, Trial], free: list[int]) -> int:
-        """The point of ``free`` farthest from every profiled one (a seeded start)."""
+        """The point of ``free`` farthest from every profiled one; the first, the point
+        nearest the middle of the space (an interior anchor for the model), or a seeded
+        one where all are as near (the corners: each seed its own order, as before)."""
         import numpy as np
 
         taken = [self._index[p] for p in done if p in self._index]
         if not taken:
-            return free[random.Random(self.seed).randrange(len(free))]
+            middle = np.sum((self._x[free] - 0.5) ** 2, axis=1)
+            if np.ptp(middle) <= 1e-9:
+                return free[random.Random(self.seed).randrange(len(free))]
+            return free[int(np.argmin(middle))]
         dist = np.min(
             np.sum((self._x[free][:, None, :] - self._x[taken][None, :, :]) ** 2, axis=-1), axis=1
         )
@@ -213,11 +238,17 @@ class AutoStrategy:
         """Measured, with every metric the objective reads."""
         return trial.ok and not self.objective.missing(trial.metrics)
 
-    def _trend(self, rows: Sequence[int]) -> Array:
+    def _bent(self, rows_fit: Sequence[int]) -> list[int]:
+        """The knobs whose square term the trend carries: those profiled inside their range
+        at two points or more (one interior point cannot tell one knob's bend from
+        another's; on the interleaved table guessing it cost 18 % under one budget)."""
+        return [k for k in self._curved if self._interior[list(rows_fit), k].sum() >= 2]
+
+    def _trend(self, rows: Sequence[int], bent: Sequence[int] = ()) -> Array:
         import numpy as np
 
-        ones = np.ones((len(rows), 1))
-        parts = [ones, self._x[list(rows)]]
+        x = self._x[list(rows)]
+        parts = [np.ones((len(rows), 1)), x, (x[:, list(bent)] - 0.5) ** 2]
         if self._prior is not None:
             parts.append(self._prior[list(rows)])
         trend: Array = np.hstack(parts)
@@ -226,8 +257,9 @@ class AutoStrategy:
     def _fit_predict(
         self, rows_fit: list[int], y: Array, rows: list[int], *, observed: bool = False
     ) -> tuple[Array, Array]:
-        gp = GP.fit(self._x[rows_fit], y, self._trend(rows_fit))
-        return gp.predict(self._x[rows], self._trend(rows), observed=observed)
+        bent = self._bent(rows_fit)
+        gp = GP.fit(self._x[rows_fit], y, self._trend(rows_fit, bent))
+        return gp.predict(self._x[rows], self._trend(rows, bent), observed=observed)
 
     def _models(
         self, ok: list[tuple[int, Trial]], rows: list[int]
