@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -54,7 +56,21 @@ def test_internal_errors_are_not_user_errors() -> None:
 def test_cli_user_error_is_one_line_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     from pytest_edgeenergy.commands import main
 
-    # A user error: one line, exit 2.
-    assert main(["board", "--root", "/nonexistent/board-root"]) == 2
+    # A user error met by a command: one line, exit 2.
+    not_a_board = Path(tempfile.mkdtemp())
+    try:
+        assert main(["sim", "run", str(not_a_board)]) == 2
+    finally:
+        not_a_board.rmdir()
     err = capsys.readouterr().err
-    assert err.startswith("edgeenergy: ") and "Traceback" not in err
+    assert err.startswith("edgeenergy sim: ") and "not a virtual board" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    # One met by an option's own type: argparse's usage line and one error line, exit 2.
+    with pytest.raises(SystemExit) as stopped:
+        main(["board", "--root", "/nonexistent/board-root"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == (
+        "edgeenergy board: error: argument --root: '/nonexistent/board-root' is not a directory"
+    )
+    assert "Traceback" not in err
