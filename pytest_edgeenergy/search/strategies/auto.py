@@ -19,10 +19,12 @@ space-filling start used before missed the fast line under a power budget (2 cor
 GPU and EMC clocks) in 7 of 80 benchmark searches, the half fraction in none
 (benchmarks/bench_search_interleave.py); then (or only) a space-filling design (greedy max-min
 distance from the point nearest the middle of the space: an interior anchor) up to d + 3 points in
-all (at most 8; 3 with a prior). Then, while some knob with an interior value has been profiled only
-at its lowest or highest, the proposal is chosen among the points where every such knob is inside
-its range: on generated AGX Orin grids the search otherwise stayed at the core count of a corner
-when fewer than 0.5 % of the points were near the optimum (benchmarks/bench_search_unseen.py). After
+all (at most 8; 3 with a prior). Then, while some knob with an interior value has been profiled
+inside its range at fewer than two points (its square term not yet in the trend), the proposal is
+chosen among the points where every such knob is inside its range: on generated AGX Orin grids the
+search otherwise stayed at the core count of a corner when fewer than 0.5 % of the points were near
+the optimum, and, after the middle start's one interior point, at the lowest or highest GPU clock
+under min-energy (35-53 % above the optimum; benchmarks/bench_search_unseen.py). After
 them each proposal maximises the expected improvement of the objective times the probability of
 meeting the budgets (no feasible point yet: the most probably feasible one). Max-train-throughput
 (an interleaved workload) models minus log training minibatches/s as its objective and log inference
@@ -199,10 +201,11 @@ class AutoStrategy:
         return self.space.knobs(self._points[self._best_expected(ok, inside or free, len(history))])
 
     def _inside(self, ok: list[tuple[int, Trial]], free: list[int]) -> list[int]:
-        """The free points where every knob not yet measured at an interior value (neither
-        its lowest nor its highest) takes one; empty when every knob has been."""
+        """The free points where every knob not yet profiled inside its range (neither its
+        lowest nor its highest) at two points, what its square term needs, is inside it;
+        empty when every knob has been."""
         rows = [i for i, _ in ok]
-        lacking = [k for k in self._curved if not self._interior[rows, k].any()]
+        lacking = [k for k in self._curved if k not in self._bent(rows)]
         if not lacking:
             return []
         return [i for i in free if self._interior[i, lacking].all()]
