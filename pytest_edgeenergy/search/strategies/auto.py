@@ -197,7 +197,8 @@ class AutoStrategy:
             return self.space.knobs(self._points[self._spread(done, corners)])
         if len(ok) < self.initial:
             return self.space.knobs(self._points[self._spread(done, free)])
-        inside = self._inside(ok, free)
+        # A prior's predictions carry the shape inside the ranges already: no forced points.
+        inside = self._inside(ok, free) if self._prior is None else []
         return self.space.knobs(self._points[self._best_expected(ok, inside or free, len(history))])
 
     def _inside(self, ok: list[tuple[int, Trial]], free: list[int]) -> list[int]:
