@@ -26,6 +26,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]
             f"--edge-board=sim:{board}",
             "--edge-quick",
             f"--workload={WORKLOADS}",
+            "--runtime=torch",  # onnxruntime's quick runs: test_runtimes_e2e
             f"--edge-report={report}",
             cwd=folder,
         )
