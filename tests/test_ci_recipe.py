@@ -612,6 +612,24 @@ def test_recipe_shape(workflow: dict[str, Any]) -> None:
     assert _evaluate(job["if"], ctx) is True
 
 
+def test_every_suites_run_keeps_each_suites_own_batch_size(
+    workflow: dict[str, Any], tmp_path: Path
+) -> None:
+    """No ``--batch-size`` in the recipe's runs of the suites (benchmark, A/B, shards): it
+    would override the interleaved suite's inference batch of 4 (its ``edge_grid`` marker)
+    as well as the other suites' 8, as ``make run`` no longer does (tests/test_main_job.py)."""
+    steps = [
+        step
+        for job in workflow["jobs"].values()
+        for step in job.get("steps", [])
+        if "suites/" in str(step.get("run", ""))
+    ]
+    assert len(steps) >= 3, [s.get("name") for s in steps]  # benchmark, A/B, shard
+    assert not [s["name"] for s in steps if "--batch-size" in s["run"]]
+    argv = _pytest_args(workflow, _context(workflow, "push"), tmp_path)
+    assert "-k" in argv and not [a for a in argv if a.startswith("--batch-size")], argv
+
+
 def test_history_branch_first_run_steady_state_then_regression(
     pytester: pytest.Pytester,
     workflow: dict[str, Any],
