@@ -24,13 +24,15 @@ inside its range at fewer than two points (its square term not yet in the trend)
 chosen among the points where every such knob is inside its range: on generated AGX Orin grids the
 search otherwise stayed at the core count of a corner when fewer than 0.5 % of the points were near
 the optimum, and, after the middle start's one interior point, at the lowest or highest GPU clock
-under min-energy (35-53 % above the optimum; benchmarks/bench_search_unseen.py). After
-them each proposal maximises the expected improvement of the objective times the probability of
-meeting the budgets (no feasible point yet: the most probably feasible one). Max-train-throughput
-(an interleaved workload) models minus log training minibatches/s as its objective and log inference
-latency p99 for the latency budget's probability (power as ever). Pareto scalarises time and energy
-with a seeded random weight per trial (ParEGO). A prior (another workload's or board's profiles with
-the same knobs) adds its own model's predicted log time and log power to the trend's columns.
+under min-energy (35-53 % above the optimum; benchmarks/bench_search_unseen.py); after a
+two-level design of 3 knobs or more, a knob of 11 values or more counts as inside only in the
+middle half of its range (see ``_MIDDLE``). After them each proposal maximises the expected
+improvement of the objective times the probability of meeting the budgets (no feasible point yet:
+the most probably feasible one). Max-train-throughput (an interleaved workload) models minus log
+training minibatches/s as its objective and log inference latency p99 for the latency budget's
+probability (power as ever). Pareto scalarises time and energy with a seeded random weight per trial
+(ParEGO). A prior (another workload's or board's profiles with the same knobs) adds its own model's
+predicted log time and log power to the trend's columns.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     Array = NDArray[np.float64]
+    Mask = NDArray[np.bool_]
 
 _PRIOR_POINTS = 200
 """At most this many prior profiles are modelled (evenly chosen): enough for the shape."""
@@ -141,8 +144,8 @@ class AutoStrategy:
         """The two-level design, full or half (indices into the space's points); empty when
         not used."""
         if self.corners and varied >= _MIDDLE_MIN_KNOBS:
-            many = np.array([len(dim.values) >= _MIDDLE_MIN_VALUES for dim in space.dims])
-            self._interior = np.where(many, _middle(self._x, self._interior), self._interior)
+            many = [len(dim.values) >= _MIDDLE_MIN_VALUES for dim in space.dims]
+            self._interior = _middle(self._x, self._interior, many)
 
     @staticmethod
     def _fits(design: Sequence[int], trials: int | None) -> bool:
@@ -347,13 +350,14 @@ class AutoStrategy:
         return out
 
 
-def _middle(x: Array, interior: Array) -> Array:
-    """Per point and knob: the knob in the middle half of its scaled range (``_MIDDLE``),
-    for a knob with a value there; else inside its range as ``interior`` says."""
+def _middle(x: Array, interior: Mask, knobs: Sequence[bool]) -> Mask:
+    """``interior`` with each of the ``knobs`` (a flag per knob) that has a value in the
+    middle of its scaled range (``_MIDDLE``) inside only there."""
     import numpy as np
 
     middle = interior & (x >= _MIDDLE[0]) & (x <= _MIDDLE[1])
-    out: Array = np.where(middle.any(axis=0)[None, :], middle, interior)
+    use = np.array(knobs, dtype=bool) & middle.any(axis=0)
+    out: Mask = np.where(use[None, :], middle, interior)
     return out
 
 
