@@ -157,6 +157,20 @@ def rows(seed: int) -> list[dict[str, Any]]:
     return out
 
 
+def noise_free(seed: int) -> dict[tuple[int, int, int, int], tuple[float, float]]:
+    """Seed ``seed``'s time per minibatch (s) and mean power (W) without the measurement
+    noise, by (cores, CPU Hz, GPU Hz, EMC Hz): what a point does, not what one profile
+    of it recorded."""
+    w = Workload.draw(random.Random(f"orin-grid:{seed}"))
+    return {
+        (n, c, g, m): point(w, n, c, g, m)
+        for n in CORES
+        for c in CPU_HZ
+        for g in GPU_HZ
+        for m in EMC_HZ
+    }
+
+
 def table(seed: int) -> ReplayTable:
     """Seed ``seed``'s grid as a replay table."""
     return table_from_rows(rows(seed), f"orin-grid-{seed}")

@@ -129,3 +129,21 @@ def test_within_5_percent_of_the_fastest_under_the_tightest_budget_in_15_profile
     best = optimum(table, objective)
     assert result.best is not None and objective.feasible(*result.best.measured)
     assert objective.value(*result.best.measured) <= 1.05 * objective.value(*best.measured)
+
+
+def test_after_the_extremes_the_inside_points_hold_the_cores_in_the_middle() -> None:
+    """The two proposals forced inside after the 16 corners give the cores' square term
+    its points; a knob with 11 values or more counts there only in the middle half of
+    its scaled range (3-8 of 12 cores). Old ``auto`` took 10 and 11 cores (next to the
+    corners' 12, by expected improvement), where a square term cannot place the bend at
+    3-6 cores that a tight budget's fastest point needs on AGX-Orin-like grids."""
+    table = table_from_rows(thin_rows(), "thin")
+    objective = tight_budget(table, 0.5)
+    chosen = make_strategy("auto", table.space, objective, seed=0, trials=30)
+    result = Search(table.space, objective, chosen).run(ReplayOracle(table), 18)
+    assert len(result.trials) == 18
+    inside = [t.knobs["cpu_cores"] for t in result.trials[16:]]
+    assert all(3 <= n <= 8 for n in inside), inside
+    # The 2-value EMC rate and the 4-value CPU clock are inside as before (not ends).
+    for t in result.trials[16:]:
+        assert t.knobs["cpu_freq_hz"] not in (CPU_HZ[0], CPU_HZ[-1])
