@@ -55,8 +55,12 @@ run: $(STAMP)
 # In parallel (pytest-xdist): a module's tests share one worker (--dist loadfile); more
 # workers than cores, since most test time waits on idle baselines, windows and subprocesses.
 TEST_WORKERS ?= 4
+# The tests start hundreds of Python processes (child pytest runs, virtual boards, the CLI):
+# with PYTHONDONTWRITEBYTECODE set (as in many container images) each of them would compile
+# this package and rewrite pytest plugins' assertions from source again; here the compiled
+# files are kept (__pycache__, ignored by git) as Python does by default.
 test: $(STAMP) lint docs
-	$(BIN)/pytest tests/ -n $(TEST_WORKERS) --dist loadfile $(ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest tests/ -n $(TEST_WORKERS) --dist loadfile $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check pytest_edgeenergy tests suites benchmarks

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+
 import pytest
 
 XDIST_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 # The pytest runs a test starts never use hypothesis, whose pytest plugin imports all of
 # hypothesis at every session's end (its terminal summary): about half of a child
-# pytest's start-up CPU, and this suite starts hundreds of them. A test that sets
+# pytest's start-up CPU, and this suite starts hundreds of them. Nor anyio's and
+# platformdirs' plugins (their own test fixtures, installed with those libraries): a
+# quarter of what is left of a child's CPU on a virtual board. A test that sets
 # PYTEST_ADDOPTS itself replaces this.
-CHILD_ADDOPTS = "-p no:hypothesispytest"
+CHILD_ADDOPTS = "-p no:hypothesispytest -p no:anyio -p no:platformdirs"
 
 
 @pytest.fixture(autouse=True)
@@ -36,3 +41,23 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     clears PYTEST_ADDOPTS when it starts)."""
     monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_ADDOPTS)
     return pytester
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _ctrl_c_reaches_the_processes_a_test_starts() -> Iterator[None]:
+    """The processes a test starts get SIGINT as from a terminal, where Ctrl-C works.
+
+    Started as a background job of a non-interactive shell (``cmd &`` in a script, nohup),
+    this run inherits SIGINT ignored, which Python keeps and passes on through exec: the
+    tests that press Ctrl-C on a command, a session or a queued run would then wait on a
+    process that never hears it. A Python handler here is reset to the default in each
+    child at exec."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous != signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
