@@ -134,34 +134,9 @@ def point(w: Workload, cores: int, cpu_hz: int, gpu_hz: int, emc_hz: int) -> tup
     return time_s, cpu_w + gpu_w + soc_w + ddr_w + static_w
 
 
-def rows(seed: int) -> list[dict[str, Any]]:
-    """Every power mode of seed ``seed``'s workload, as a profiling run records it."""
-    rng = random.Random(f"orin-grid:{seed}")
-    w = Workload.draw(rng)
-    out = []
-    for cores in CORES:
-        for cpu_hz in CPU_HZ:
-            for gpu_hz in GPU_HZ:
-                for emc_hz in EMC_HZ:
-                    time_s, power_w = point(w, cores, cpu_hz, gpu_hz, emc_hz)
-                    out.append(
-                        {
-                            "cpu_cores": cores,
-                            "cpu_freq_hz": cpu_hz,
-                            "gpu_freq_hz": gpu_hz,
-                            "emc_freq_hz": emc_hz,
-                            "time_s": time_s * math.exp(rng.gauss(0.0, w.noise_time)),
-                            "power_w": power_w * math.exp(rng.gauss(0.0, w.noise_power)),
-                        }
-                    )
-    return out
-
-
-def noise_free(seed: int) -> dict[tuple[int, int, int, int], tuple[float, float]]:
-    """Seed ``seed``'s time per minibatch (s) and mean power (W) without the measurement
-    noise, by (cores, CPU Hz, GPU Hz, EMC Hz): what a point does, not what one profile
-    of it recorded."""
-    w = Workload.draw(random.Random(f"orin-grid:{seed}"))
+def _points(w: Workload) -> dict[tuple[int, int, int, int], tuple[float, float]]:
+    """Workload ``w``'s time per minibatch (s) and mean power (W) at every power mode, by
+    (cores, CPU Hz, GPU Hz, EMC Hz), in the grid's order."""
     return {
         (n, c, g, m): point(w, n, c, g, m)
         for n in CORES
@@ -169,6 +144,30 @@ def noise_free(seed: int) -> dict[tuple[int, int, int, int], tuple[float, float]
         for g in GPU_HZ
         for m in EMC_HZ
     }
+
+
+def rows(seed: int) -> list[dict[str, Any]]:
+    """Every power mode of seed ``seed``'s workload, as a profiling run records it."""
+    rng = random.Random(f"orin-grid:{seed}")
+    w = Workload.draw(rng)
+    return [
+        {
+            "cpu_cores": cores,
+            "cpu_freq_hz": cpu_hz,
+            "gpu_freq_hz": gpu_hz,
+            "emc_freq_hz": emc_hz,
+            "time_s": time_s * math.exp(rng.gauss(0.0, w.noise_time)),
+            "power_w": power_w * math.exp(rng.gauss(0.0, w.noise_power)),
+        }
+        for (cores, cpu_hz, gpu_hz, emc_hz), (time_s, power_w) in _points(w).items()
+    ]
+
+
+def noise_free(seed: int) -> dict[tuple[int, int, int, int], tuple[float, float]]:
+    """Seed ``seed``'s time per minibatch (s) and mean power (W) without the measurement
+    noise, by (cores, CPU Hz, GPU Hz, EMC Hz): what a point does, not what one profile
+    of it recorded."""
+    return _points(Workload.draw(random.Random(f"orin-grid:{seed}")))
 
 
 def table(seed: int) -> ReplayTable:
