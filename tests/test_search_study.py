@@ -573,3 +573,24 @@ def test_a_board_joining_a_full_study_says_where_the_best_is(
     again.assert_outcomes(passed=1, skipped=2)
     again.stdout.fnmatch_lines(["*best: this board profiled no point (the study's: --show above)"])
     assert "no profiled point met" not in again.stdout.str()
+
+
+def test_reading_a_study_never_records_a_heartbeat_in_it(tmp_path: Path) -> None:
+    """The creator records its heartbeat just after creating the study; a ``--show`` that
+    read it in between once wrote its own default there (10 s), and the workers then
+    waited 30 s instead of 3 to fail a killed worker's trial."""
+    storage = f"journal:{tmp_path / 'study.log'}"
+    optuna.create_study(
+        storage=JournalStorage(JournalFileBackend(str(tmp_path / "study.log"))), study_name="s"
+    )  # the creator, before it records its heartbeat
+    done = subprocess.run(
+        [*EDGEENERGY, "search", "--storage", storage, "--study", "s", "--show", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        env=_env(),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["searches"] == []
+    assert "heartbeat_s" not in _optuna(storage).user_attrs

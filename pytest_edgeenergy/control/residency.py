@@ -120,9 +120,25 @@ class ResidencySampler:
         self.stop()
 
 
+SHARE_DIGITS = 6
+"""Digits kept of a share in reports."""
+
+
+def _rounded(shares: dict[int, float]) -> dict[str, float]:
+    """Round to :data:`SHARE_DIGITS` digits by largest remainder, so the rounded shares of a
+    clock still sum to 1 (rounding each one alone drifts by up to half a unit per share,
+    which a clock visiting many frequencies adds up)."""
+    unit = 10**SHARE_DIGITS
+    total = sum(shares.values())
+    exact = {f: s * unit / total for f, s in shares.items()} if total > 0 else {}
+    units = {f: int(x) for f, x in exact.items()}
+    short = unit - sum(units.values())
+    for f in sorted(exact, key=lambda f: (units[f] - exact[f], f))[: max(short, 0)]:
+        units[f] += 1
+    return {str(f): units[f] / unit for f in sorted(units)}
+
+
 def residency_to_json(residency: Residency) -> dict[str, Any]:
-    """JSON form: frequency keys as strings of Hz, shares rounded to 6 digits."""
-    return {
-        clock: {str(freq): round(share, 6) for freq, share in shares.items()}
-        for clock, shares in residency.items()
-    }
+    """JSON form: frequency keys as strings of Hz, shares rounded to 6 digits (summing to 1
+    per clock)."""
+    return {clock: _rounded(shares) for clock, shares in residency.items()}

@@ -386,22 +386,26 @@ class SharedStudy:
         directions = _directions(objective)
         study = self._studies.get(tuple(directions))
         if study is None:
-            study = optuna.create_study(
-                storage=self._storage,
-                study_name=self.name,
-                directions=directions,
-                load_if_exists=True,
-            )
-            self._adopt_heartbeat(study)
+            try:
+                study = optuna.create_study(
+                    storage=self._storage, study_name=self.name, directions=directions
+                )
+                # Only the creator records its heartbeat: a process that wrote its own
+                # when it found none yet (a reader, a worker joining in the same instant)
+                # could overwrite the creator's and stretch every later grace.
+                study.set_user_attr("heartbeat_s", self.heartbeat_s)
+            except optuna.exceptions.DuplicatedStudyError:
+                study = optuna.load_study(study_name=self.name, storage=self._storage)
+                self._adopt_heartbeat(study)
             self._studies[tuple(directions)] = study
         return study
 
     def _adopt_heartbeat(self, study: optuna.Study) -> None:
         """Use the study's heartbeat (its creator's ``--study-heartbeat-s``): a process
-        judging staleness with a shorter grace would fail trials that are alive."""
+        judging staleness with a shorter grace would fail trials that are alive. Reads
+        only; until the creator has written it, this process keeps its own."""
         recorded = study.user_attrs.get("heartbeat_s")
         if not isinstance(recorded, int) or isinstance(recorded, bool) or recorded < 1:
-            study.set_user_attr("heartbeat_s", self.heartbeat_s)
             return
         self.heartbeat_s = recorded
         self.grace_s = GRACE_BEATS * recorded
@@ -496,6 +500,7 @@ class SharedStudy:
         import optuna
         from optuna.storages import RDBStorage
 
+        self._adopt_heartbeat(study)
         if isinstance(self._storage, RDBStorage):
             stale = self._storage._get_stale_trial_ids(study._study_id)
         else:
