@@ -18,6 +18,15 @@ ROOT = Path(__file__).resolve().parents[1]
 BOARD = "--edge-board=sim:orin-nano"
 
 
+def _without_make_variables(env: dict[str, str]) -> dict[str, str]:
+    """``env`` without what a ``make`` around this run (``make test ARGS=-x``) passes down to
+    the ``make -n run`` below (MAKEFLAGS carries its command-line variables) or the
+    Makefile's own variables: the test reads the Makefile as written."""
+    own = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "ARGS", "SUITE_ARGS"}
+    own |= {"POWER_MODE", "BOARD"}
+    return {k: v for k, v in env.items() if k not in own}
+
+
 def make_run_args() -> list[str]:
     """What ``make run`` passes to pytest (``make -n``: printed, not run), on a virtual board."""
     if shutil.which("make") is None:
@@ -25,7 +34,7 @@ def make_run_args() -> list[str]:
     proc = subprocess.run(
         ["make", "-n", "run", f"BOARD={BOARD}"],
         cwd=ROOT,
-        env=clean_env(),
+        env=_without_make_variables(clean_env()),
         capture_output=True,
         text=True,
         check=True,
