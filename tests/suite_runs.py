@@ -4,15 +4,26 @@ provider, no random order, a short idle baseline."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
+
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 QUIET_FLAGS = ("--edge-idle-s=0.3", "-p", "no:cacheprovider", "-p", "no:randomly")
 """What every suite run in the tests adds."""
+
+
+def needs(*modules: str, reason: str) -> pytest.MarkDecorator:
+    """Skip where one of ``modules`` is not installed, without importing it: the suites
+    import torch in their own process, and every xdist worker collects every test module
+    (importing torch, torchvision and transformers there cost each worker ~5 s of CPU)."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"{reason} ({', '.join(missing)} missing)")
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -10,12 +10,11 @@ import sys
 from typing import Any
 
 import pytest
-from suite_runs import QUIET_FLAGS, SUITES
+from suite_runs import QUIET_FLAGS, SUITES, needs
 
 from pytest_edgeenergy.report.metric_names import LLM_METRICS
 
-pytest.importorskip("torch", reason="the suites need torch")
-pytest.importorskip("transformers", reason="the llm suite needs transformers")
+pytestmark = needs("torch", "transformers", reason="the llm suite needs torch and transformers")
 
 SUITE = SUITES / "test_llm.py"
 RUNNER = """

@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from suite_runs import SUITES, run_suites
+from suite_runs import SUITES, needs, run_suites
 
-pytest.importorskip("torch", reason="the suites need torch")
-pytest.importorskip("torchvision", reason="the suites need torchvision")
+pytestmark = needs("torch", "torchvision", reason="the suites need torch and torchvision")
 
 WORKLOADS = "resnet18,bert_tiny,lstm_lm_train"
 

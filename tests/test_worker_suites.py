@@ -11,11 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-from suite_runs import QUIET_FLAGS, SUITES, clean_env
+from suite_runs import QUIET_FLAGS, SUITES, clean_env, needs
 
-torch = pytest.importorskip("torch", reason="the worker here runs this Python's torch")
-torchvision = pytest.importorskip("torchvision", reason="the suites need torchvision")
+pytestmark = needs("torch", "torchvision", reason="the worker here runs this Python's torch")
 
 NO_TORCH_HARNESS = """
 import sys
@@ -82,6 +80,9 @@ def test_suites_run_in_a_worker_from_a_harness_without_torch(tmp_path: Path) -> 
     assert params["input"] == "3x224x224 image" and params["load_includes_first_call"] is True
     where = resnet["extra"]["workload_process"]
     assert where["python"] == sys.executable or Path(where["python"]).samefile(sys.executable)
+    import torch
+    import torchvision
+
     assert where["torch"] == torch.__version__
     assert where["torchvision"] == torchvision.__version__
     assert where["cuda_available"] == torch.cuda.is_available()
