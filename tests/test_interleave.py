@@ -474,6 +474,7 @@ def test_suite_quick_on_a_virtual_orin_nano(tmp_path: Path) -> None:
         str(SUITES / "test_interleave.py"),
         "--edge-board=sim:orin-nano",
         "--edge-quick",
+        "--edge-repeats=1",  # one interleaved window per scheduler: each is 2 s of training
         f"--edge-report={report}",
         cwd=tmp_path,
     )
@@ -577,6 +578,7 @@ def test_suite_searched_for_training_throughput_on_a_virtual_orin_nano(tmp_path:
         str(SUITES / "test_interleave.py"),
         "--edge-board=sim:orin-nano",
         "--edge-quick",
+        "--edge-repeats=1",
         "-k",
         "cpu and alternating",
         "--edge-search=random",

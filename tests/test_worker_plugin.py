@@ -21,6 +21,9 @@ from pytest_edgeenergy.sim.tree import create
 BOARD = ("--edge-board=sim:orin-nano", "--edge-idle-s=0", "--edge-sim-load=0.3")
 SMALL = ("--edge-warmup=1", "--edge-repeats=2", "--edge-min-window-s=0.2", "-p", "no:cacheprovider")
 
+# 64 KiB of zlib per item: 256 items make a window past --edge-min-window-s (the default
+# 3,200 cost each old-Python run ~8 s of CPU for nothing the tests check).
+ZLIB_ITEMS = "--edge-items=256"
 ZLIB_TEST = """
 def test_zlib(edge_bench):
     work = edge_bench.load_in_worker(
@@ -111,6 +114,7 @@ def test_zlib_measured_in_an_old_python(pytester: pytest.Pytester, version: str)
     result = pytester.runpytest_subprocess(
         *BOARD,
         *SMALL,
+        ZLIB_ITEMS,
         f"--edge-workload-python={python}",
         f"--edge-report={pytester.path / 'r.json'}",
     )
@@ -141,7 +145,7 @@ def test_a_prefix_from_the_environment_is_in_the_report(
     monkeypatch.setenv("EDGEENERGY_WORKLOAD_PYTHON", str(python))
     pytester.makepyfile(test_inner=ZLIB_TEST)
     result = pytester.runpytest_subprocess(
-        *BOARD, *SMALL, f"--edge-report={pytester.path / 'r.json'}"
+        *BOARD, *SMALL, ZLIB_ITEMS, f"--edge-report={pytester.path / 'r.json'}"
     )
     result.assert_outcomes(passed=1)
     data = _report(pytester)
