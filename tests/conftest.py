@@ -25,6 +25,14 @@ CHILD_ADDOPTS = "-p no:hypothesispytest -p no:anyio -p no:platformdirs"
 # a test checks depends on it (virtual boards); a value the caller set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+try:  # tqdm (transformers', ONNX export's progress bars) starts a monitor thread that lives
+    # as long as the process: a worker with it can no longer fork (report.parallel.can_fork)
+    import tqdm
+
+    tqdm.tqdm.monitor_interval = 0
+except ImportError:
+    pass
+
 
 @pytest.fixture(autouse=True)
 def _not_an_xdist_worker_below(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -389,6 +389,17 @@ def test_edges_are_read_at_begin_and_end_not_waited_for(
     )
 
 
+def test_closing_a_slow_meter_ends_its_sampler_thread(tmp_path: Path) -> None:
+    """A sampler stopped while it waits out a long interval sleeps no more: its thread
+    had slept the rest of the 60 s after stop() gave up joining it (5 s), left running
+    in the process (and making it unsafe to fork)."""
+    rails = make_tree(tmp_path, total="VDD_IN")
+    with Meter(InaSource(rails), interval_s=60.0) as meter:
+        meter.begin("w").end()
+        thread = meter.sampler._thread
+    assert thread is not None and not thread.is_alive()
+
+
 def test_a_failed_edge_read_counts_for_its_rail_only(tmp_path: Path) -> None:
     rails = make_tree(tmp_path, total="VDD_IN")
     failing = {"on": False}

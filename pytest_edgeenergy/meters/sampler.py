@@ -532,7 +532,7 @@ class Sampler:
             while delay > MAX_SLEEP_S and not self._stopping:
                 sleep(MAX_SLEEP_S)
                 delay = due - monotonic()
-            if delay > 0.0:
+            if delay > 0.0 and not self._stopping:  # stopped: not the rest of a long wait
                 sleep(delay)
         self._flush()
         self._cpu_s = thread_time()
@@ -689,13 +689,15 @@ class Sampler:
             try:
                 if self._ring is None:
                     return self._cond.wait_for(ready, timeout_s) and done()
-                # The native reader notifies nobody: look at its ring every interval.
+                # The native reader notifies nobody: look at its ring every interval (at
+                # most MAX_SLEEP_S: its first reading, due at once, may land just after a
+                # look, and a 60 s interval then kept start() waiting 60 s for it).
                 deadline = time.monotonic() + timeout_s
                 while not ready():
                     left = deadline - time.monotonic()
                     if left <= 0.0:
                         return False
-                    self._cond.wait(min(left, self.interval_s))
+                    self._cond.wait(min(left, self.interval_s, MAX_SLEEP_S))
                 return done()
             finally:
                 self._waiting -= 1
