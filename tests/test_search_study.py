@@ -90,9 +90,8 @@ def _done(proc: subprocess.Popen[str]) -> dict[str, Any]:
     return json.loads(out)  # type: ignore[no-any-return]
 
 
-def _show(storage: str, *text: str) -> Any:
-    """The study's one search as ``--show --json`` prints it (with the study's own
-    heartbeat: it fails the trials silent for 3 of them); with ``"text"``, ``--show``'s text."""
+def _show_output(storage: str, *text: str) -> str:
+    """What ``--show --json`` (with ``"text"``: ``--show``) prints for study ``s``."""
     args = ["--study", "s", "--show", *([] if text else ["--json"])]
     done = subprocess.run(
         [*EDGEENERGY, "search", "--storage", storage, *args],
@@ -103,9 +102,15 @@ def _show(storage: str, *text: str) -> Any:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _show(storage: str, *text: str) -> Any:
+    """The study's one search as ``--show --json`` prints it (with the study's own
+    heartbeat: it fails the trials silent for 3 of them); with ``"text"``, ``--show``'s text."""
     if text:
-        return done.stdout
-    searches = json.loads(done.stdout)["searches"]
+        return _show_output(storage, *text)
+    searches = json.loads(_show_output(storage))["searches"]
     assert len(searches) == 1, searches
     return searches[0]
 
@@ -583,14 +588,5 @@ def test_reading_a_study_never_records_a_heartbeat_in_it(tmp_path: Path) -> None
     optuna.create_study(
         storage=JournalStorage(JournalFileBackend(str(tmp_path / "study.log"))), study_name="s"
     )  # the creator, before it records its heartbeat
-    done = subprocess.run(
-        [*EDGEENERGY, "search", "--storage", storage, "--study", "s", "--show", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
-        env=_env(),
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["searches"] == []
+    assert json.loads(_show_output(storage))["searches"] == []
     assert "heartbeat_s" not in _optuna(storage).user_attrs
