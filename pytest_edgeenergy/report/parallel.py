@@ -78,9 +78,10 @@ def shared_map(
     scratch = tempfile.TemporaryDirectory(prefix="edgeenergy-", dir=_scratch_root())
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
     try:
-        via_file = functools.partial(_to_file, func, scratch.name)
+        in_worker = functools.partial(_in_worker, func, scratch.name)
         pending = deque(range(len(items)))
-        running: dict[Future[tuple[bool, Any]], int] = {}
+        running: dict[Future[tuple[bool, Any] | None], int] = {}
+        started: set[int] = set()  # items a worker claimed: not to be taken back
         # Items queued for the workers: enough that none runs dry while this process is
         # busy with an item of its own; at the end this process takes back those not started.
         depth = 4 * workers
@@ -88,7 +89,7 @@ def shared_map(
         while pending or running:
             while pending and len(running) < depth and not broken:
                 try:
-                    future = pool.submit(via_file, items[pending[0]])
+                    future = pool.submit(in_worker, pending[0], items[pending[0]])
                 except BrokenProcessPool:
                     broken = True
                     break
@@ -110,22 +111,52 @@ def shared_map(
                 i = pending.popleft()
                 yield i, _call(func, items[i])
                 continue
-            queued = next((f for f in reversed(running) if f.cancel()), None)
-            if queued is not None:
-                i = running.pop(queued)
+            # Take back a queued item by claiming it, never by cancelling its future: before
+            # Python 3.12 a future cancelled while a worker dies stops the pool's own thread
+            # half-way through its clean-up, leaving its queue's feeder thread running.
+            taken = None
+            for future in reversed(running):
+                i = running[future]
+                if i not in started:
+                    try:
+                        mine = _claim(scratch.name, i)
+                    except OSError:  # no claim to be had: the worker does it
+                        mine = False
+                    if mine:
+                        taken = future
+                        break
+                    started.add(i)
+            if taken is not None:
+                i = running.pop(taken)  # the worker that gets it returns at once
                 yield i, _call(func, items[i])
                 continue
-            finished, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
-            if not finished and getattr(pool, "_broken", False):
-                # Before Python 3.12 a broken pool may leave futures unresolved when one of
-                # them was cancelled: take all back.
-                broken = True
-                for future in list(running):
-                    i = running.pop(future)
-                    yield i, _call(func, items[i])
+            wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         scratch.cleanup()
+
+
+def _claim(directory: str, index: int) -> bool:
+    """True for the one process (a worker or the caller) that claims item ``index`` first."""
+    try:
+        os.close(os.open(os.path.join(directory, f"{index}.claim"), _CLAIM_FLAGS, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
+_CLAIM_FLAGS = os.O_CREAT | os.O_EXCL | os.O_WRONLY
+
+
+def _in_worker(
+    func: Callable[[T], R], directory: str, index: int, item: T
+) -> tuple[bool, Any] | None:
+    """:func:`_to_file` of the item, or None when the calling process took it back."""
+    try:
+        mine = _claim(directory, index)
+    except OSError:  # no claim to be had: the caller cannot take it back either
+        mine = True
+    return _to_file(func, directory, item) if mine else None
 
 
 def _scratch_root() -> str | None:
@@ -154,11 +185,13 @@ def _call(func: Callable[[T], R], item: T) -> R | Exception:
         return exc
 
 
-def _outcome(future: Future[tuple[bool, Any]]) -> Any:
+def _outcome(future: Future[tuple[bool, Any] | None]) -> Any:
     """The item's result or exception; raises BrokenProcessPool, KeyboardInterrupt..."""
     exc = future.exception()
     if exc is None:
-        in_file, found = future.result()
+        sent = future.result()
+        assert sent is not None, "an item the calling process took back"
+        in_file, found = sent
         if not in_file:
             return found
         with open(found, "rb") as handle:
