@@ -16,6 +16,9 @@ import pytest
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 QUIET_FLAGS = ("--edge-idle-s=0.3", "-p", "no:cacheprovider", "-p", "no:randomly")
 """What every suite run in the tests adds."""
+ONE_ITEM_BATCHES = "--batch-size=1"
+"""For the e2e runs of the vision, NLP and training suites: the same code path as their
+batch of 8 at well under half the CPU (the main job, ``make run``, keeps the batches)."""
 
 
 def needs(*modules: str, reason: str) -> pytest.MarkDecorator:

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy.stats import t as student_t  # type: ignore[import-untyped]
 
 from pytest_edgeenergy.board.types import Identity, RailMap
 from pytest_edgeenergy.present.verdict import render_verdict
@@ -107,6 +106,8 @@ def _row(verdict: GateVerdict, test_id: str) -> Any:
 
 @pytest.mark.parametrize("df", [1, 2, 3, 4, 5, 8, 9, 30])
 def test_student_t_matches_scipy(df: int) -> None:
+    from scipy.stats import t as student_t  # type: ignore[import-untyped]
+
     # scipy's own functions without scipy.stats' per-call overhead: the same numbers.
     for x in (-4.0, -0.3, 0.0, 0.8, 2.9, 12.0):
         assert t_sf(x, df) == pytest.approx(student_t.sf(x, df), rel=1e-12, abs=1e-15)

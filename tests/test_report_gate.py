@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
 from synthetic_reports import synthetic_report
 
 from pytest_edgeenergy.present.verdict import render_verdict
@@ -522,6 +521,8 @@ def _reference_evaluate(
         higher_worse = e.metric not in HIGHER_IS_BETTER
         worse = (delta > 0) == higher_worse
         alternative = "greater" if higher_worse == worse else "less"
+        from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
+
         p = float(mannwhitneyu(list(ns), list(bs), alternative=alternative).pvalue)
         if p >= 0.05:
             note = f"change not significant (p={p:.3g})"

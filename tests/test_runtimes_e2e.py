@@ -10,10 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from suite_runs import SUITES, clean_env, run_suites
+from suite_runs import ONE_ITEM_BATCHES, SUITES, clean_env, needs, run_suites
 
-for _module in ("torch", "torchvision", "onnxruntime", "onnx", "onnxscript"):
-    pytest.importorskip(_module, reason="the ONNX Runtime suites need torch and the [onnx] extra")
+pytestmark = needs(
+    "torch",
+    "torchvision",
+    "onnxruntime",
+    "onnx",
+    "onnxscript",
+    reason="the ONNX Runtime suites need torch and the [onnx] extra",
+)
 
 SUITE = SUITES / "test_classification.py"
 TORCH_ID = "mobilenet_v2-eager-fp32-cpu"
@@ -31,6 +37,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, 
         "mobilenet_v2",
         "--edge-board=sim:orin-nano",
         "--edge-quick",
+        ONE_ITEM_BATCHES,
         f"--edge-report={report}",
         "-rs",
         cwd=folder,
@@ -40,7 +47,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, 
 
 
 def _by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Tests by their parameter id (``bs8-dvfs-mobilenet_v2-eager-fp32-cpu``)."""
+    """Tests by their parameter id (``bs1-dvfs-mobilenet_v2-eager-fp32-cpu``)."""
     return {t["id"].rsplit("[", 1)[1].rstrip("]"): t for t in report["tests"]}
 
 
@@ -50,13 +57,13 @@ def test_quick_run_measures_torch_and_onnxruntime(
     report, stdout, _ = run
     tests = _by_id(report)
     passed = {i for i, t in tests.items() if t["status"] == "passed"}
-    assert passed == {f"bs8-dvfs-{TORCH_ID}", f"bs8-dvfs-{ORT_ID}"}
-    ort = tests[f"bs8-dvfs-{ORT_ID}"]
+    assert passed == {f"bs1-dvfs-{TORCH_ID}", f"bs1-dvfs-{ORT_ID}"}
+    ort = tests[f"bs1-dvfs-{ORT_ID}"]
     assert ort["params"]["runtime"] == "onnxruntime"
     assert ort["params"]["provider"] == "CPUExecutionProvider"
     assert ort["params"]["graph_mode"] == "onnx" and ort["params"]["export_cache"] == "miss"
-    assert tests[f"bs8-dvfs-{TORCH_ID}"]["params"]["runtime"] == "torch"
-    for entry in (ort, tests[f"bs8-dvfs-{TORCH_ID}"]):
+    assert tests[f"bs1-dvfs-{TORCH_ID}"]["params"]["runtime"] == "torch"
+    for entry in (ort, tests[f"bs1-dvfs-{TORCH_ID}"]):
         metrics = entry["metrics"]
         assert metrics["energy_per_item"]["unit"] == "J/item"
         assert metrics["energy_per_item"]["value"] > 0

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from suite_runs import SUITES, needs, run_suites
+from suite_runs import ONE_ITEM_BATCHES, SUITES, needs, run_suites
 
 pytestmark = needs("torch", "torchvision", reason="the suites need torch and torchvision")
 
@@ -24,6 +24,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]
             str(SUITES),
             f"--edge-board=sim:{board}",
             "--edge-quick",
+            ONE_ITEM_BATCHES,
             f"--workload={WORKLOADS}",
             "--runtime=torch",  # onnxruntime's quick runs: test_runtimes_e2e
             f"--edge-report={report}",
@@ -82,6 +83,7 @@ def test_training_runs_offline_under_a_scenario(tmp_path: Path) -> None:
         str(SUITES / "test_training.py"),
         "--edge-board=sim:orin-nano",
         "--edge-quick",
+        ONE_ITEM_BATCHES,
         "--workload=lstm_lm_train",
         "--edge-scenario=fixed-rate",
         "--edge-rate=1000",

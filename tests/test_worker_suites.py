@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from suite_runs import QUIET_FLAGS, SUITES, clean_env, needs
+from suite_runs import ONE_ITEM_BATCHES, QUIET_FLAGS, SUITES, clean_env, needs
 
 pytestmark = needs("torch", "torchvision", reason="the worker here runs this Python's torch")
 
@@ -64,6 +64,7 @@ def test_suites_run_in_a_worker_from_a_harness_without_torch(tmp_path: Path) -> 
         str(SUITES / "test_stream.py"),
         "--edge-board=sim:orin-nano",
         "--edge-quick",
+        ONE_ITEM_BATCHES,
         "--edge-sim-load=0.3",
         "-k",
         SELECTED,
@@ -73,7 +74,7 @@ def test_suites_run_in_a_worker_from_a_harness_without_torch(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     data = json.loads(report.read_text())
     tests = {t["id"].split("::")[-1]: t for t in data["tests"]}
-    resnet = tests["test_classification[bs8-dvfs-resnet18-eager-fp32-cpu]"]
+    resnet = tests["test_classification[bs1-dvfs-resnet18-eager-fp32-cpu]"]
     assert resnet["status"] == "passed", resnet["reason"]
     params = resnet["params"]
     assert params["model_params"] == 11_689_512 and params["weights"] == "random"
@@ -87,7 +88,7 @@ def test_suites_run_in_a_worker_from_a_harness_without_torch(tmp_path: Path) -> 
     assert where["torchvision"] == torchvision.__version__
     assert where["cuda_available"] == torch.cuda.is_available()
     assert resnet["metrics"]["energy_per_item"]["value"] > 0
-    training = tests["test_training[bs8-dvfs-lstm_lm_train-eager-fp32-cpu]"]
+    training = tests["test_training[bs1-dvfs-lstm_lm_train-eager-fp32-cpu]"]
     assert training["status"] == "passed", training["reason"]
     timing = training["params"]["training_timing"]
     assert timing["first_minibatch_discarded"] and timing["minibatches_run"] >= 2

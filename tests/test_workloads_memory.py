@@ -6,20 +6,21 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from suite_runs import needs
 
-torch = pytest.importorskip("torch", reason="memory footprints need torch")
-pytest.importorskip("torchvision", reason="vision footprints need torchvision")
-
-from pytest_edgeenergy.bench.memory import CUDA_CONTEXT_BYTES  # noqa: E402
-from pytest_edgeenergy.workloads.errors import WorkloadError  # noqa: E402
-from pytest_edgeenergy.workloads.memory_estimate import (  # noqa: E402
+from pytest_edgeenergy.bench.memory import CUDA_CONTEXT_BYTES
+from pytest_edgeenergy.workloads.errors import WorkloadError
+from pytest_edgeenergy.workloads.memory_estimate import (
     estimate_workload_bytes,
     leaf_output_bytes,
     tensor_bytes,
     workload_footprint,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [
+    needs("torch", "torchvision", reason="memory footprints need torch and torchvision"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
 
 
 def test_footprint_params_match_the_built_model() -> None:
@@ -33,6 +34,8 @@ def test_footprint_params_match_the_built_model() -> None:
 
 
 def test_leaf_outputs_are_measured_on_the_meta_device() -> None:
+    import torch
+
     with torch.device("meta"):
         model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
         sizes = leaf_output_bytes(model, torch.empty(3, 8))

@@ -7,34 +7,37 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from suite_runs import needs
 
-torch = pytest.importorskip("torch", reason="the workload builders need torch")
-pytest.importorskip("torchvision", reason="the vision builders need torchvision")
-
-from pytest_edgeenergy.workloads.detection import (  # noqa: E402
+from pytest_edgeenergy.workloads.detection import (
     DETECTIONS_PER_IMAGE,
     NMS_IOU_THRESHOLD,
     build_detector,
     detections_of,
     make_detection_images,
 )
-from pytest_edgeenergy.workloads.errors import LocalFileError, WorkloadError  # noqa: E402
-from pytest_edgeenergy.workloads.inference import (  # noqa: E402
+from pytest_edgeenergy.workloads.errors import LocalFileError, WorkloadError
+from pytest_edgeenergy.workloads.inference import (
     describe_output,
     load_inference,
     make_inputs,
 )
-from pytest_edgeenergy.workloads.vision import (  # noqa: E402
+from pytest_edgeenergy.workloads.vision import (
     CLASSIFIERS,
     build_classifier,
     make_images,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [
+    needs("torch", "torchvision", reason="the workload builders need torch and torchvision"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
 
 
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_classifier_builds_and_classifies(name: str) -> None:
+    import torch
+
     model = build_classifier(name, num_classes=10).eval()
     x = make_images(2, size_px=64)
     with torch.no_grad():
@@ -44,6 +47,8 @@ def test_classifier_builds_and_classifies(name: str) -> None:
 
 
 def test_images_are_deterministic_with_the_requested_shape_and_dtype() -> None:
+    import torch
+
     a = make_images(3, size_px=32, seed=7)
     b = make_images(3, size_px=32, seed=7)
     assert a.shape == (3, 3, 32, 32) and a.dtype == torch.float32
@@ -68,6 +73,8 @@ def _iou(a: Any, b: Any) -> Any:
 
 
 def test_detector_returns_boxes_and_scores_after_nms() -> None:
+    import torch
+
     model = build_detector().eval()
     images = make_detection_images(1)
     assert images[0].shape == (3, 320, 320)
@@ -88,6 +95,8 @@ def test_detector_returns_boxes_and_scores_after_nms() -> None:
 
 
 def test_scripted_detector_output_is_unwrapped() -> None:
+    import torch
+
     det = {"boxes": torch.zeros(0, 4), "scores": torch.zeros(0), "labels": torch.zeros(0)}
     assert detections_of(({}, [det])) == [det]
     assert describe_output(({}, [det, det])) == {
@@ -122,6 +131,8 @@ def test_load_inference_refuses_unsupported_combinations() -> None:
 
 
 def test_local_weights_are_loaded_and_named(tmp_path: Path) -> None:
+    import torch
+
     torch.manual_seed(123)
     source = build_classifier("mobilenet_v2")
     path = tmp_path / "mobilenet_v2.pt"
@@ -137,12 +148,16 @@ def test_local_weights_are_loaded_and_named(tmp_path: Path) -> None:
 
 
 def test_weights_of_another_architecture_are_refused(tmp_path: Path) -> None:
+    import torch
+
     torch.save(build_classifier("mobilenet_v2").state_dict(), tmp_path / "resnet18.pt")
     with pytest.raises(LocalFileError, match=r"resnet18\.pt.*does not match"):
         load_inference("resnet18", weights_dir=tmp_path, first_call=False)
 
 
 def test_a_weights_file_that_is_not_a_state_dict_is_refused(tmp_path: Path) -> None:
+    import torch
+
     torch.save([1, 2, 3], tmp_path / "resnet18.pt")
     with pytest.raises(LocalFileError, match="not a state_dict"):
         load_inference("resnet18", weights_dir=tmp_path, first_call=False)
@@ -155,6 +170,8 @@ def test_a_weights_file_that_is_not_a_state_dict_is_refused(tmp_path: Path) -> N
 
 
 def test_tokens_are_512_long_with_cls_sep_and_mask() -> None:
+    import torch
+
     from pytest_edgeenergy.workloads.nlp import CLS_ID, SEP_ID, SEQ_LEN_TOKENS, make_tokens
 
     ids, mask = make_tokens(2)
@@ -175,6 +192,8 @@ def test_bert_tiny_encodes_512_tokens() -> None:
 
 
 def test_distilbert_config_shape() -> None:
+    import torch
+
     pytest.importorskip("transformers", reason="NLP workloads need transformers")
     from pytest_edgeenergy.workloads.nlp import build_encoder, encoder_facts
 
