@@ -60,7 +60,7 @@ TEST_WORKERS ?= 4
 # this package and rewrite pytest plugins' assertions from source again; here the compiled
 # files are kept (__pycache__, ignored by git) as Python does by default.
 test: $(STAMP) lint docs
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest tests/ -rs -n $(TEST_WORKERS) --dist loadfile $(ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest tests/ -rs -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check pytest_edgeenergy tests suites benchmarks

@@ -27,34 +27,44 @@ def _without_make_variables(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in own}
 
 
-def make_run_args() -> list[str]:
-    """What ``make run`` passes to pytest (``make -n``: printed, not run), on a virtual board."""
+def make_run_args(target: str = "run", folder: str = "suites/") -> list[str]:
+    """What ``make TARGET`` passes to pytest from ``folder`` on (``make -n``: printed, not
+    run), on a virtual board."""
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
     proc = subprocess.run(
-        ["make", "-n", "run", f"BOARD={BOARD}"],
+        ["make", "-n", target, f"BOARD={BOARD}"],
         cwd=ROOT,
         env=_without_make_variables(clean_env()),
         capture_output=True,
         text=True,
         check=True,
     )
-    (line,) = [x for x in proc.stdout.splitlines() if "pytest suites/" in x]
+    (line,) = [x for x in proc.stdout.splitlines() if f"pytest {folder}" in x]
     words = shlex.split(line)
-    return words[words.index("suites/") :]
+    return words[words.index(folder) :]
 
 
-def tox_suites_args() -> list[str]:
-    """The ``[testenv:suites]`` command of tox.ini, without ``pytest`` and ``{posargs}``."""
+def tox_suites_args(env: str = "suites") -> list[str]:
+    """The ``[testenv:ENV]`` command of tox.ini, without ``pytest`` and ``{posargs}``."""
     tox = configparser.ConfigParser(interpolation=None)
     tox.read(ROOT / "tox.ini")
-    words = shlex.split(tox["testenv:suites"]["commands"].replace("{posargs}", ""))
+    words = shlex.split(tox[f"testenv:{env}"]["commands"].replace("{posargs}", ""))
     assert words[0] == "pytest"
     return words[1:]
 
 
 def test_make_and_tox_run_the_same_main_job() -> None:
     assert tox_suites_args() == make_run_args()
+
+
+def test_make_and_tox_run_the_tests_alike_the_longest_files_first() -> None:
+    from conftest import FIRST_FILES
+
+    args = make_run_args("test", "tests/")
+    assert tox_suites_args("tests") == args
+    assert "--no-loadscope-reorder" in args  # xdist keeps FIRST_FILES first
+    assert [n for n in FIRST_FILES if not (ROOT / "tests" / n).is_file()] == []
 
 
 def test_the_main_job_runs_each_suite_at_its_own_batch_size() -> None:
