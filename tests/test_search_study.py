@@ -198,6 +198,9 @@ def test_a_killed_workers_trial_fails_by_heartbeat_and_its_point_is_profiled_aga
     lost = _wait_running(storage, victim.pid)
     victim.send_signal(signal.SIGKILL)
     victim.communicate(timeout=RUN_TIMEOUT_S)
+    # Started before the heartbeat failed it, the others could profile all 8 points while
+    # the lost one still looked claimed (on a quiet host: their start-up outran the 3 s).
+    _wait_lost(storage, lost["number"])
     others = [_worker(storage, table, 8, *beat, "--replay-delay-s", "0.1") for _ in range(2)]
     for w in others:
         _done(w)
