@@ -23,7 +23,7 @@ def _without_make_variables(env: dict[str, str]) -> dict[str, str]:
     the ``make -n run`` below (MAKEFLAGS carries its command-line variables) or the
     Makefile's own variables: the test reads the Makefile as written."""
     own = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "ARGS", "SUITE_ARGS"}
-    own |= {"POWER_MODE", "BOARD"}
+    own |= {"POWER_MODE", "BOARD", "TEST_WORKERS"}
     return {k: v for k, v in env.items() if k not in own}
 
 
