@@ -4,7 +4,9 @@ SIGKILLed mid-trial, resume, and two concurrent pytest runs on virtual boards.""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import signal
@@ -176,18 +178,36 @@ def test_every_strategy_shares_a_journal_study(strategy: str, tmp_path: Path, ta
     assert max(Counter(map(_point, measured)).values()) == 1
 
 
+def _trials_now(storage: str) -> list[dict[str, Any]]:
+    """The study's trials as ``--show --json`` gives them, read in this process (a waiting
+    loop that started a ``--show`` process every 0.2 s spent 0.3 s of CPU on each); none
+    while the study or its search is not there yet."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["search", "--storage", storage, "--study", "s", "--show", "--json"])
+    searches = json.loads(out.getvalue())["searches"] if code == 0 else []
+    assert len(searches) <= 1, searches
+    return searches[0]["trials"] if searches else []  # no search yet: its worker starts
+
+
 def _wait_running(storage: str, worker_pid: int) -> dict[str, Any]:
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
-        try:
-            search = _show(storage)
-        except AssertionError:  # the study is not there yet
-            search = {"trials": []}
-        for t in search["trials"]:
+        for t in _trials_now(storage):
             if t["status"] == "running" and t["worker"].endswith(f"/pid{worker_pid}"):
                 return t  # type: ignore[no-any-return]
         time.sleep(0.2)
     raise AssertionError("the worker never claimed a trial")
+
+
+def _killed_once_running(storage: str, victim: subprocess.Popen[str]) -> dict[str, Any]:
+    """``victim``'s trial once it runs, the victim SIGKILLed (also when the wait fails: a
+    worker left behind would sleep out its 600 s replay delay)."""
+    try:
+        return _wait_running(storage, victim.pid)
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        victim.communicate(timeout=RUN_TIMEOUT_S)
 
 
 def test_a_killed_workers_trial_fails_by_heartbeat_and_its_point_is_profiled_again(
@@ -195,9 +215,7 @@ def test_a_killed_workers_trial_fails_by_heartbeat_and_its_point_is_profiled_aga
 ) -> None:
     beat = ("--study-heartbeat-s", "1", "--strategy", "auto")
     victim = _worker(storage, table, 8, *beat, "--replay-delay-s", "600")
-    lost = _wait_running(storage, victim.pid)
-    victim.send_signal(signal.SIGKILL)
-    victim.communicate(timeout=RUN_TIMEOUT_S)
+    lost = _killed_once_running(storage, victim)
     # Started before the heartbeat failed it, the others could profile all 8 points while
     # the lost one still looked claimed (on a quiet host: their start-up outran the 3 s).
     _wait_lost(storage, lost["number"])
@@ -223,7 +241,7 @@ def test_a_killed_workers_trial_fails_by_heartbeat_and_its_point_is_profiled_aga
 def _wait_lost(storage: str, number: int) -> None:
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
-        if any(t["number"] == number and t["status"] == "lost" for t in _show(storage)["trials"]):
+        if any(t["number"] == number and t["status"] == "lost" for t in _trials_now(storage)):
             return
         time.sleep(0.3)
     raise AssertionError(f"trial {number} never failed by heartbeat")
@@ -234,10 +252,7 @@ def test_a_point_lost_twice_is_left_out(tmp_path: Path, table: Path) -> None:
     beat = ("--study-heartbeat-s", "1", "--replay-delay-s")
     lost = []
     for _ in range(2):
-        victim = _worker(storage, table, 5, *beat, "600")
-        lost.append(_wait_running(storage, victim.pid))
-        victim.send_signal(signal.SIGKILL)
-        victim.communicate(timeout=RUN_TIMEOUT_S)
+        lost.append(_killed_once_running(storage, _worker(storage, table, 5, *beat, "600")))
         # The next worker claims the lost point first once the heartbeat has failed it.
         _wait_lost(storage, lost[-1]["number"])
     assert _point(lost[0]) == _point(lost[1])
