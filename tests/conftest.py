@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 from collections.abc import Iterator
@@ -52,6 +53,19 @@ FIRST_FILES = (
     "test_scenario_plugin.py",
     "test_runtimes_e2e.py",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """torch (where installed) is loaded first in each process that runs tests, as when the
+    test modules imported it at collection: loaded later, after other native libraries and
+    in-process pytest runs, an ``import torch`` once failed with "SystemError: ... bad call
+    flags" (make test, 6 workers, 2026-11-28; the cause not pinned down). Not in xdist's
+    controller, which runs no test."""
+    controller = not hasattr(config, "workerinput") and bool(
+        getattr(config.option, "numprocesses", None)
+    )
+    if not controller and importlib.util.find_spec("torch") is not None:
+        import torch  # noqa: F401
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
