@@ -56,16 +56,23 @@ FIRST_FILES = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """torch (where installed) is loaded first in each process that runs tests, as when the
-    test modules imported it at collection: loaded later, after other native libraries and
-    in-process pytest runs, an ``import torch`` once failed with "SystemError: ... bad call
-    flags" (make test, 6 workers, 2026-11-28; the cause not pinned down). Not in xdist's
+    """torch and torchvision (where installed) are loaded first in each process that runs
+    tests, as when test modules imported them at collection. Loaded later, in a test, the
+    first ``import torchvision`` of an xdist worker failed now and then: torch's operator
+    libraries registered twice ("Only a single TORCH_LIBRARY ... _inductor_test"; once
+    "SystemError: ... bad call flags" from ``import torch``; make test, 6 workers,
+    2026-11-28; what dropped the modules in between was not pinned down). Not in xdist's
     controller, which runs no test."""
     controller = not hasattr(config, "workerinput") and bool(
         getattr(config.option, "numprocesses", None)
     )
-    if not controller and importlib.util.find_spec("torch") is not None:
-        import torch  # noqa: F401
+    for name in () if controller else ("torch", "torchvision"):
+        if importlib.util.find_spec(name) is None:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception:  # a broken install (torchvision built for another torch): the
+            break  # tests that need it say so themselves
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
