@@ -136,6 +136,9 @@ def shared_map(
         scratch.cleanup()
 
 
+_CLAIM_FLAGS = os.O_CREAT | os.O_EXCL | os.O_WRONLY
+
+
 def _claim(directory: str, index: int) -> bool:
     """True for the one process (a worker or the caller) that claims item ``index`` first."""
     try:
@@ -143,9 +146,6 @@ def _claim(directory: str, index: int) -> bool:
     except FileExistsError:
         return False
     return True
-
-
-_CLAIM_FLAGS = os.O_CREAT | os.O_EXCL | os.O_WRONLY
 
 
 def _in_worker(
